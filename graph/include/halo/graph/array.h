@@ -1,0 +1,55 @@
+// Array<T>: a contiguous typed buffer that either owns its storage (a std::vector) or views a
+// memory-mapped file kept alive by a shared handle. Copies share the storage (they are cheap,
+// like a view); use clone() for a deep copy. Every reader and builder in halo hands out
+// Arrays, so consumers never care whether data came from RAM or from an mmap'd dataset.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace halo {
+
+template <class T>
+class Array {
+ public:
+  Array() = default;
+  // Takes ownership of v's storage (no copy).
+  explicit Array(std::vector<T> v) {
+    auto holder = std::make_shared<std::vector<T>>(std::move(v));
+    data_ = holder->data();
+    size_ = holder->size();
+    keep_ = std::move(holder);
+  }
+  // Views n elements at data, kept valid as long as keep (e.g. an mmap handle) lives.
+  static Array view(std::shared_ptr<const void> keep, T* data, std::size_t n) {
+    Array a;
+    a.keep_ = std::move(keep);
+    a.data_ = data;
+    a.size_ = n;
+    return a;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  std::span<const T> span() const { return {data_, size_}; }
+  std::span<T> span() { return {data_, size_}; }
+  // A deep copy into owned storage.
+  Array clone() const { return Array(std::vector<T>(begin(), end())); }
+
+ private:
+  std::shared_ptr<const void> keep_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace halo

@@ -1,0 +1,351 @@
+// `halo convert`: format detection and the conversion pipeline. OGB directories are streamed
+// (edges -> CSR in memory; features straight to the output file, permuted on the fly when
+// reordering) so peak memory stays near one edge list plus one CSR; the other formats are
+// small enough to read whole.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "halo/graph/algorithms.h"
+#include "halo/graph/formats.h"
+#include "halo/graph/npz.h"
+#include "halo/graph/progress.h"
+#include "halo/graph/text.h"
+
+namespace halo {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+Format parse_format(const std::string& name) {
+  static const std::pair<const char*, Format> kNames[] = {
+      {"auto", Format::kAuto},     {"ogb", Format::kOgb},       {"metis", Format::kMetis},
+      {"edgelist", Format::kEdgeList}, {"konect", Format::kKonect}, {"snap", Format::kSnap},
+      {"jodie", Format::kJodie}};
+  for (const auto& [n, f] : kNames)
+    if (name == n) return f;
+  throw ParamError("unknown format '" + name +
+                   "' (expected auto, ogb, metis, edgelist, konect, snap or jodie)");
+}
+
+const char* format_name(Format f) {
+  switch (f) {
+    case Format::kAuto: return "auto";
+    case Format::kOgb: return "ogb";
+    case Format::kMetis: return "metis";
+    case Format::kEdgeList: return "edgelist";
+    case Format::kKonect: return "konect";
+    case Format::kSnap: return "snap";
+    case Format::kJodie: return "jodie";
+  }
+  return "auto";
+}
+
+bool is_temporal(Format f) {
+  return f == Format::kKonect || f == Format::kSnap || f == Format::kJodie;
+}
+
+Format detect_format(const fs::path& path) {
+  if (fs::is_directory(path)) {
+    if (fs::is_directory(path / "raw")) return Format::kOgb;
+    throw InputError(path.string() + ": a directory without raw/: expected an OGB dataset root");
+  }
+  if (!fs::exists(path)) throw InputError(path.string() + ": no such file or directory");
+  const std::string ext = path.extension().string();
+  if (ext == ".graph" || ext == ".mgraph" || ext == ".metis") return Format::kMetis;
+  const std::string first = read_first_line(path);
+  if (first.rfind("user_id", 0) == 0) return Format::kJodie;
+  if (first.rfind("%", 0) == 0) {
+    const auto p = first.find_first_not_of("% \t");
+    const std::string word = p == std::string::npos ? "" : first.substr(p, first.find_first_of(" \t", p) - p);
+    if (word == "sym" || word == "asym" || word == "bip") return Format::kKonect;
+  }
+  return Format::kEdgeList;
+}
+
+namespace {
+
+struct OgbPaths {
+  fs::path root, raw;
+  bool binary = false;  // ogbn-papers100M: raw/data.npz + raw/node-label.npz
+};
+
+fs::path require(const fs::path& p, const std::string& why) {
+  if (!fs::exists(p)) throw InputError(p.string() + ": missing (" + why + ")");
+  return p;
+}
+
+// Streams node-feat.csv.gz rows into the features array, row r landing at inv[r] (or r).
+std::int64_t stream_text_features(const fs::path& path, std::int64_t n, DatasetWriter& w,
+                                  const std::vector<NodeId>& inv, std::uint64_t* text_bytes) {
+  const std::string first = read_first_line(path);
+  LineCursor head(path, first, 1);
+  head.next_line();
+  const int f = head.count_fields();
+  if (f == 0) throw_input(path, 1, "expected feature values, found an empty line");
+  auto out = w.open("features", DType::kFloat32, std::uint64_t(n), std::uint64_t(f));
+  constexpr std::int64_t kBatch = 4096;
+  std::vector<float> batch(static_cast<std::size_t>(kBatch * f));
+  std::int64_t rows = 0, batch_start = 0, in_batch = 0;
+  *text_bytes += for_each_line(path, [&](LineCursor& c) {
+    if (rows >= n)
+      c.fail("more feature rows than the " + std::to_string(n) +
+             " nodes num-node-list.csv.gz declares");
+    float* row = batch.data() + in_batch * f;
+    for (int k = 0; k < f; ++k) row[k] = c.next_float("a feature value");
+    c.expect_end(f);
+    if (!inv.empty()) {
+      out->write_rows(std::uint64_t(inv[std::size_t(rows)]), row, 1);
+    } else if (++in_batch == kBatch) {
+      out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
+      batch_start += in_batch;
+      in_batch = 0;
+    }
+    ++rows;
+  }, "reading features");
+  if (inv.empty()) out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
+  if (rows != n)
+    throw_input(path, 0, "has " + std::to_string(rows) + " feature rows, num-node-list.csv.gz declares " +
+                             std::to_string(n) + " nodes");
+  w.record("features", out->finish());
+  return f;
+}
+
+// Binary layout: streams node_feat from data.npz, converting to float32.
+std::int64_t stream_npz_features(const NpzReader& npz, const fs::path& path, std::int64_t n,
+                                 DatasetWriter& w, const std::vector<NodeId>& inv) {
+  const NpyArrayInfo info = npz.info("node_feat");
+  if (info.shape.size() != 2 || std::int64_t(info.shape[0]) != n)
+    throw_input(path, 0, "node_feat: expected shape [" + std::to_string(n) + ", F]");
+  const std::uint64_t f = info.shape[1];
+  auto out = w.open("features", DType::kFloat32, std::uint64_t(n), f);
+  std::vector<float> row(f);
+  stream_as<float>(npz, "node_feat", [&](const float* v, std::size_t count, std::uint64_t first) {
+    if (inv.empty()) {
+      // Whole rows go straight out; a partial row is completed through the row buffer.
+      std::uint64_t i = 0;
+      while (i < count) {
+        const std::uint64_t idx = first + i;
+        const std::uint64_t r = idx / f, col = idx % f;
+        if (col == 0 && count - i >= f) {
+          const std::uint64_t whole = (count - i) / f;
+          out->write_rows(r, v + i, whole);
+          i += whole * f;
+          continue;
+        }
+        row[col] = v[i++];
+        if (col + 1 == f) out->write_rows(r, row.data(), 1);
+      }
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t idx = first + i;
+        row[idx % f] = v[i];
+        if (idx % f + 1 == f) out->write_rows(std::uint64_t(inv[idx / f]), row.data(), 1);
+      }
+    }
+  });
+  w.record("features", out->finish());
+  return std::int64_t(f);
+}
+
+EdgeList read_npz_edges(const NpzReader& npz, const fs::path& path, std::int64_t n) {
+  const NpyArrayInfo info = npz.info("edge_index");
+  if (info.shape.size() != 2 || info.shape[0] != 2)
+    throw_input(path, 0, "edge_index: expected shape [2, E]");
+  const std::uint64_t e = info.shape[1];
+  EdgeList edges;
+  edges.num_nodes = n;
+  edges.src.resize(e);
+  edges.dst.resize(e);
+  stream_as<std::int64_t>(npz, "edge_index",
+                          [&](const std::int64_t* v, std::size_t count, std::uint64_t first) {
+                            for (std::size_t i = 0; i < count; ++i) {
+                              const std::uint64_t idx = first + i;
+                              if (v[i] < 0 || v[i] >= n)
+                                throw_input(path, 0, "edge_index[" + std::to_string(idx / e) + ", " +
+                                                         std::to_string(idx % e) + "] = " +
+                                                         std::to_string(v[i]) + " out of range [0, " +
+                                                         std::to_string(n) + ")");
+                              (idx < e ? edges.src[idx] : edges.dst[idx - e]) = NodeId(v[i]);
+                            }
+                          });
+  return edges;
+}
+
+std::int64_t npz_count(const NpzReader& npz, const fs::path& path, const char* key) {
+  const auto v = read_all_as<std::int64_t>(npz, key);
+  if (v.size() != 1)
+    throw_input(path, 0, std::string(key) + ": expected one graph (a node-property dataset), found " +
+                             std::to_string(v.size()));
+  return v[0];
+}
+
+ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const ConvertOptions& opt) {
+  ConvertReport rep;
+  OgbPaths p;
+  p.root = input;
+  p.raw = input / "raw";
+  p.binary = fs::exists(p.raw / "data.npz") && !fs::exists(p.raw / "edge.csv.gz");
+  GraphDataset d;
+  d.name = opt.name.empty() ? fs::absolute(input).lexically_normal().filename().string() : opt.name;
+  if (d.name.empty()) d.name = fs::absolute(input).parent_path().filename().string();
+  d.directed = opt.directed;
+
+  std::int64_t n = 0;
+  std::unique_ptr<NpzReader> npz;
+  EdgeList edges;
+  if (p.binary) {
+    const fs::path data = p.raw / "data.npz";
+    npz = std::make_unique<NpzReader>(data);
+    n = npz_count(*npz, data, "num_nodes_list");
+    if (n > kMaxNodes) throw_input(data, 0, "more nodes than halo's int32 node ids allow");
+    edges = read_npz_edges(*npz, data, n);
+  } else {
+    n = read_count_file(require(p.raw / "num-node-list.csv.gz", "OGB raw layout"));
+    if (n > kMaxNodes) throw_input(p.raw / "num-node-list.csv.gz", 0, "more nodes than int32 ids allow");
+    const std::int64_t e = read_count_file(require(p.raw / "num-edge-list.csv.gz", "OGB raw layout"));
+    const fs::path ef = require(p.raw / "edge.csv.gz", "OGB raw layout");
+    edges = read_ogb_edges(ef, n, e, &rep.text_bytes);
+  }
+  d.graph = build_csr(std::move(edges), {.symmetrize = !opt.directed});
+
+  std::vector<NodeId> order, inv;
+  if (opt.reorder == "rcm") {
+    order = rcm_order(d.graph.view());
+    d.graph = permute_csr(d.graph.view(), order);
+    inv.resize(order.size());
+    for (std::size_t u = 0; u < order.size(); ++u) inv[std::size_t(order[u])] = NodeId(u);
+    d.reorder = "rcm";
+    d.original_ids = Array<NodeId>(order);
+  }
+
+  DatasetWriter w(output, opt.overwrite);
+  w.put("offsets", d.graph.offsets.data(), std::uint64_t(n + 1));
+  w.put("indices", d.graph.indices);
+
+  if (p.binary) {
+    if (npz->contains("node_feat"))
+      d.num_features = stream_npz_features(*npz, p.raw / "data.npz", n, w, inv);
+  } else if (fs::exists(p.raw / "node-feat.csv.gz")) {
+    d.num_features = stream_text_features(p.raw / "node-feat.csv.gz", n, w, inv, &rep.text_bytes);
+  }
+
+  std::vector<std::int32_t> labels;
+  if (p.binary && fs::exists(p.raw / "node-label.npz")) {
+    const fs::path lp = p.raw / "node-label.npz";
+    NpzReader lab(lp);
+    const NpyArrayInfo info = lab.info("node_label");
+    if (info.shape.empty() || std::int64_t(info.shape[0]) != n)
+      throw_input(lp, 0, "node_label: expected " + std::to_string(n) + " rows");
+    d.label_cols = info.shape.size() > 1 ? std::int64_t(info.shape[1]) : 1;
+    labels.reserve(std::size_t(n * d.label_cols));
+    stream_as<double>(lab, "node_label", [&](const double* v, std::size_t count, std::uint64_t first) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (std::isnan(v[i])) {
+          labels.push_back(-1);
+        } else if (v[i] < 0 || v[i] > INT32_MAX || v[i] != std::floor(v[i])) {
+          throw_input(lp, 0, "node_label[" + std::to_string(first + i) +
+                                 "]: expected a non-negative integer or NaN");
+        } else {
+          labels.push_back(std::int32_t(v[i]));
+        }
+      }
+    });
+  } else if (fs::exists(p.raw / "node-label.csv.gz")) {
+    labels = read_ogb_labels(p.raw / "node-label.csv.gz", n, &d.label_cols, &rep.text_bytes);
+  }
+  if (d.label_cols > 0) {
+    d.label_kind = d.label_cols > 1 ? LabelKind::kMultilabel : LabelKind::kMulticlass;
+    std::int32_t mx = -1;
+    for (std::int32_t v : labels) mx = std::max(mx, v);
+    d.num_classes = d.label_kind == LabelKind::kMultilabel ? 2 : mx + 1;
+    d.labels = Array<std::int32_t>(std::move(labels));
+    if (!order.empty()) d.labels = permute_rows(d.labels, std::size_t(d.label_cols), order);
+    w.put("labels", d.labels, std::uint64_t(d.label_cols));
+  }
+
+  const fs::path split_root = p.root / "split";
+  if (fs::is_directory(split_root)) {
+    std::vector<fs::path> names;
+    for (const auto& entry : fs::directory_iterator(split_root))
+      if (entry.is_directory()) names.push_back(entry.path());
+    std::sort(names.begin(), names.end());
+    for (const auto& dir : names) {
+      Split s;
+      s.name = dir.filename().string();
+      auto load = [&](const char* part) {
+        fs::path f = dir / (std::string(part) + ".csv.gz");
+        if (!fs::exists(f) && fs::exists(dir / (std::string(part) + ".csv"))) f = dir / (std::string(part) + ".csv");
+        require(f, std::string("split '") + s.name + "' needs train, valid and test");
+        std::vector<NodeId> ids = read_index_file(f, n, &rep.text_bytes);
+        if (!inv.empty()) {
+          for (auto& v : ids) v = inv[std::size_t(v)];
+          std::sort(ids.begin(), ids.end());
+        }
+        return Array<NodeId>(std::move(ids));
+      };
+      s.train = load("train");
+      s.valid = load("valid");
+      s.test = load("test");
+      w.put("split." + s.name + ".train", s.train);
+      w.put("split." + s.name + ".valid", s.valid);
+      w.put("split." + s.name + ".test", s.test);
+      d.splits.push_back(std::move(s));
+    }
+  }
+  if (!d.original_ids.empty()) w.put("original_ids", d.original_ids);
+
+  json meta = graph_meta(d);
+  meta["source"] = {{"format", p.binary ? "ogb-npz" : "ogb"}, {"path", fs::absolute(input).string()}};
+  w.commit(std::move(meta));
+  rep.kind = "graph";
+  rep.nodes = n;
+  rep.edges = d.graph.num_edges();
+  return rep;
+}
+
+}  // namespace
+
+ConvertReport convert(const fs::path& input, const fs::path& output, const ConvertOptions& opt) {
+  Stopwatch clock;
+  if (opt.reorder != "none" && opt.reorder != "rcm")
+    throw ParamError("unknown --reorder '" + opt.reorder + "' (expected none or rcm)");
+  const Format f = opt.format == Format::kAuto ? detect_format(input) : opt.format;
+  if (opt.reorder == "rcm" && (opt.directed || is_temporal(f)))
+    throw ParamError("--reorder rcm needs an undirected graph");
+  ConvertReport rep;
+  if (f == Format::kOgb) {
+    if (!fs::is_directory(input)) throw InputError(input.string() + ": expected an OGB dataset directory");
+    rep = convert_ogb(input, output, opt);
+  } else if (is_temporal(f)) {
+    TemporalDataset t = f == Format::kKonect ? read_konect(input)
+                        : f == Format::kSnap ? read_snap(input)
+                                             : read_jodie(input);
+    if (!opt.name.empty()) t.name = opt.name;
+    write_temporal_dataset(t, output, opt.overwrite);
+    rep.kind = "temporal";
+    rep.nodes = t.num_nodes;
+    rep.events = t.num_events();
+  } else {
+    GraphDataset d = f == Format::kMetis
+                         ? read_metis(input)
+                         : read_edge_list(input, {.one_based = opt.one_based,
+                                                  .directed = opt.directed,
+                                                  .num_nodes = opt.num_nodes});
+    if (!opt.name.empty()) d.name = opt.name;
+    if (opt.reorder == "rcm") {
+      reorder_dataset(d, rcm_order(d.graph.view()));
+      d.reorder = "rcm";
+    }
+    const json extra = {{"source", {{"format", format_name(f)}, {"path", fs::absolute(input).string()}}}};
+    write_graph_dataset(d, output, opt.overwrite, &extra);
+    rep.kind = "graph";
+    rep.nodes = d.num_nodes();
+    rep.edges = d.graph.num_edges();
+  }
+  rep.format = f;
+  rep.seconds = clock.seconds();
+  return rep;
+}
+
+}  // namespace halo

@@ -1,0 +1,74 @@
+// `halo`: the command-line front door. Parses arguments, dispatches to a subcommand, and turns
+// every halo::Error into one line on stderr with a non-zero exit status.
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <new>
+
+#include "commands.h"
+#include "halo/gnn/device.h"
+#include "halo/graph/error.h"
+#include "halo/graph/progress.h"
+
+namespace halo::cli {
+
+void print_footer(const std::string& what, double seconds) {
+  std::fprintf(stderr, "%s in %.2f s, peak memory %s\n", what.c_str(), seconds,
+               format_bytes(peak_rss_bytes()).c_str());
+}
+
+namespace {
+Action add_version(CLI::App& app) {
+  auto* cmd = app.add_subcommand("version", "Print the version, build options and visible GPUs");
+  (void)cmd;
+  return [] {
+    const CudaDevices d = cuda_devices();
+    std::printf("halo %s\n", HALO_VERSION);
+    std::printf("cuda backend: %s\n", d.built ? "built" : "not built");
+    if (d.count == 0) std::printf("gpus: none (%s)\n", d.reason.c_str());
+    for (const auto& n : d.names) std::printf("gpu: %s\n", n.c_str());
+    return 0;
+  };
+}
+}  // namespace
+
+}  // namespace halo::cli
+
+int main(int argc, char** argv) {
+  using namespace halo::cli;
+  CLI::App app{"halo: full-graph GNN training on partitioned graphs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", HALO_VERSION);
+  std::map<CLI::App*, Action> actions;
+  auto reg = [&](Action (*add)(CLI::App&)) {
+    const auto before = app.get_subcommands({});
+    Action a = add(app);
+    for (CLI::App* sc : app.get_subcommands({}))
+      if (std::find(before.begin(), before.end(), sc) == before.end()) actions[sc] = std::move(a);
+  };
+  reg(add_convert);
+  reg(add_info);
+  reg(add_generate);
+  reg(add_version);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (CLI::App* sc : app.get_subcommands()) return actions.at(sc)();
+    return 0;
+  } catch (const halo::ParamError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const halo::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal: %s\n", e.what());
+    return 70;
+  }
+}
