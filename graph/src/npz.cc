@@ -83,14 +83,22 @@ std::string shape_str(const std::vector<std::uint64_t>& shape) {
 
 const char* method_name(std::uint16_t m) {
   switch (m) {
-    case 0: return "stored";
-    case 8: return "deflate";
-    case 9: return "deflate64";
-    case 12: return "bzip2";
-    case 14: return "lzma";
-    case 93: return "zstd";
-    case 95: return "xz";
-    default: return "unknown";
+    case 0:
+      return "stored";
+    case 8:
+      return "deflate";
+    case 9:
+      return "deflate64";
+    case 12:
+      return "bzip2";
+    case 14:
+      return "lzma";
+    case 93:
+      return "zstd";
+    case 95:
+      return "xz";
+    default:
+      return "unknown";
   }
 }
 
@@ -145,8 +153,9 @@ struct Archive {
 
   // Finds the end-of-central-directory record (and the ZIP64 one) and parses the directory.
   void read_directory() {
-    if (file_size < kEocdBytes) fail("not a zip archive (only " + std::to_string(file_size) +
-                                     " bytes, shorter than an end of central directory record)");
+    if (file_size < kEocdBytes)
+      fail("not a zip archive (only " + std::to_string(file_size) +
+           " bytes, shorter than an end of central directory record)");
     const std::size_t tail_len =
         static_cast<std::size_t>(std::min<std::uint64_t>(file_size, kEocdBytes + kMaxComment));
     const std::uint64_t tail_off = file_size - tail_len;
@@ -180,8 +189,7 @@ struct Archive {
         const std::uint32_t n_disks = rd32(loc + 16);
         if (rd32(loc + 4) != 0 || n_disks > 1)
           fail("multi-disk (split) zip archives are not supported");
-        if (rec_off > eocd_off - kLocatorBytes ||
-            eocd_off - kLocatorBytes - rec_off < kEocd64Bytes)
+        if (rec_off > eocd_off - kLocatorBytes || eocd_off - kLocatorBytes - rec_off < kEocd64Bytes)
           fail("ZIP64 end of central directory record offset " + std::to_string(rec_off) +
                " is out of range");
         unsigned char rec[kEocd64Bytes];
@@ -295,8 +303,7 @@ struct Archive {
       fail(e, "local header at offset " + std::to_string(e.offset) + " runs into the directory");
     unsigned char h[kLocalBytes];
     read_at(h, kLocalBytes, e.offset);
-    if (rd32(h) != kLocalSig)
-      fail(e, "no local file header at offset " + std::to_string(e.offset));
+    if (rd32(h) != kLocalSig) fail(e, "no local file header at offset " + std::to_string(e.offset));
     const std::uint64_t nlen = rd16(h + 26), elen = rd16(h + 28);
     const std::uint64_t start = e.offset + kLocalBytes + nlen + elen;
     if (start > data_end || e.csize > data_end - start)
@@ -417,8 +424,8 @@ struct PyValue {
   bool negative = false;
   std::uint64_t magnitude = 0;
   bool boolean = false;
-  std::vector<PyValue> items;                            // tuple/list elements, dict values
-  std::vector<std::string> keys;                         // dict keys (parallel to items)
+  std::vector<PyValue> items;     // tuple/list elements, dict values
+  std::vector<std::string> keys;  // dict keys (parallel to items)
 };
 
 class PyParser {
@@ -434,8 +441,8 @@ class PyParser {
 
  private:
   void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' ||
-                              s_[i_] == '\r' || s_[i_] == '\0'))
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r' || s_[i_] == '\0'))
       ++i_;
   }
   bool eat(char c) {
@@ -559,7 +566,11 @@ Descr parse_descr(const std::string& d) {
   }
   const std::string rest = d.substr(i);
   switch (r.kind) {
-    case 'b': case 'i': case 'u': case 'f': case 'c':
+    case 'b':
+    case 'i':
+    case 'u':
+    case 'f':
+    case 'c':
       if (!digits || n == 0 || !rest.empty()) return r;
       r.item_size = static_cast<std::size_t>(n);
       break;
@@ -567,7 +578,9 @@ Descr parse_descr(const std::string& d) {
       if (!digits || !rest.empty()) return r;
       r.item_size = static_cast<std::size_t>(4 * n);
       break;
-    case 'S': case 'a': case 'V':
+    case 'S':
+    case 'a':
+    case 'V':
       if (!digits || !rest.empty()) return r;
       r.item_size = static_cast<std::size_t>(n);
       break;
@@ -575,7 +588,8 @@ Descr parse_descr(const std::string& d) {
       if (!rest.empty()) return r;
       r.item_size = digits ? static_cast<std::size_t>(n) : sizeof(void*);
       break;
-    case 'M': case 'm':
+    case 'M':
+    case 'm':
       if (!digits || n == 0 || (!rest.empty() && (rest.front() != '[' || rest.back() != ']')))
         return r;
       r.item_size = static_cast<std::size_t>(n);
@@ -685,10 +699,14 @@ enum class Src { kBool, kI8, kI16, kI32, kI64, kU8, kU16, kU32, kU64, kF16, kF32
 
 template <class T>
 constexpr const char* type_name() {
-  if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
-  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
-  else if constexpr (std::is_same_v<T, float>) return "float32";
-  else return "float64";
+  if constexpr (std::is_same_v<T, std::int32_t>)
+    return "int32";
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return "int64";
+  else if constexpr (std::is_same_v<T, float>)
+    return "float32";
+  else
+    return "float64";
 }
 
 // Where a conversion error is reported: archive path and entry name.
@@ -748,15 +766,24 @@ using ConvFn = void (*)(const std::byte*, std::size_t, T*, std::uint64_t, const 
 template <class T>
 ConvFn<T> pick_converter(Src s) {
   switch (s) {
-    case Src::kBool: return &convert_bool<T>;
-    case Src::kI8: return &convert_run<T, std::int8_t>;
-    case Src::kI16: return &convert_run<T, std::int16_t>;
-    case Src::kI32: return &convert_run<T, std::int32_t>;
-    case Src::kI64: return &convert_run<T, std::int64_t>;
-    case Src::kU8: return &convert_run<T, std::uint8_t>;
-    case Src::kU16: return &convert_run<T, std::uint16_t>;
-    case Src::kU32: return &convert_run<T, std::uint32_t>;
-    case Src::kU64: return &convert_run<T, std::uint64_t>;
+    case Src::kBool:
+      return &convert_bool<T>;
+    case Src::kI8:
+      return &convert_run<T, std::int8_t>;
+    case Src::kI16:
+      return &convert_run<T, std::int16_t>;
+    case Src::kI32:
+      return &convert_run<T, std::int32_t>;
+    case Src::kI64:
+      return &convert_run<T, std::int64_t>;
+    case Src::kU8:
+      return &convert_run<T, std::uint8_t>;
+    case Src::kU16:
+      return &convert_run<T, std::uint16_t>;
+    case Src::kU32:
+      return &convert_run<T, std::uint32_t>;
+    case Src::kU64:
+      return &convert_run<T, std::uint64_t>;
     case Src::kF16:
       if constexpr (std::is_floating_point_v<T>) return &convert_half<T>;
       break;
@@ -789,28 +816,42 @@ Src classify(const NpyArrayInfo& info, const ConvCtx& ctx) {
         break;
       case 'i':
         switch (d.item_size) {
-          case 1: return Src::kI8;
-          case 2: return Src::kI16;
-          case 4: return Src::kI32;
-          case 8: return Src::kI64;
-          default: break;
+          case 1:
+            return Src::kI8;
+          case 2:
+            return Src::kI16;
+          case 4:
+            return Src::kI32;
+          case 8:
+            return Src::kI64;
+          default:
+            break;
         }
         break;
       case 'u':
         switch (d.item_size) {
-          case 1: return Src::kU8;
-          case 2: return Src::kU16;
-          case 4: return Src::kU32;
-          case 8: return Src::kU64;
-          default: break;
+          case 1:
+            return Src::kU8;
+          case 2:
+            return Src::kU16;
+          case 4:
+            return Src::kU32;
+          case 8:
+            return Src::kU64;
+          default:
+            break;
         }
         break;
       case 'f':
         switch (d.item_size) {
-          case 2: return Src::kF16;
-          case 4: return Src::kF32;
-          case 8: return Src::kF64;
-          default: break;
+          case 2:
+            return Src::kF16;
+          case 4:
+            return Src::kF32;
+          case 8:
+            return Src::kF64;
+          default:
+            break;
         }
         break;
       default:
@@ -844,8 +885,8 @@ void stream_converted(const NpzReader& r, const std::string& key,
   if (chunk_bytes == 0) throw ParamError(r.path().string() + ": chunk_bytes must be positive");
   const std::size_t isz = info.item_size;
   const std::uint64_t count = info.count();
-  std::vector<T> out(static_cast<std::size_t>(
-      std::min<std::uint64_t>(chunk_bytes / isz + 1, count)));
+  std::vector<T> out(
+      static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes / isz + 1, count)));
   std::array<std::byte, 8> carry{};
   std::size_t carry_n = 0;
   std::uint64_t next = 0;
@@ -926,9 +967,7 @@ std::vector<std::string> NpzReader::keys() const {
   return out;
 }
 
-bool NpzReader::contains(const std::string& key) const {
-  return impl_->ar.by_key.count(key) != 0;
-}
+bool NpzReader::contains(const std::string& key) const { return impl_->ar.by_key.count(key) != 0; }
 
 NpyArrayInfo NpzReader::info(const std::string& key) const {
   const Entry& e = impl_->ar.find(key);
@@ -970,8 +1009,9 @@ std::vector<T> read_all_as(const NpzReader& r, const std::string& key) {
   const std::uint64_t count = info.count();
   std::vector<T> v;
   if (count > v.max_size())
-    throw_input(r.path(), 0, "entry " + key + ".npy: " + std::to_string(count) +
-                                 " elements are too many to read whole");
+    throw_input(
+        r.path(), 0,
+        "entry " + key + ".npy: " + std::to_string(count) + " elements are too many to read whole");
   v.reserve(static_cast<std::size_t>(count));
   stream_converted<T>(
       r, key, [&](const T* p, std::size_t n, std::uint64_t) { v.insert(v.end(), p, p + n); },
@@ -996,10 +1036,10 @@ std::vector<T> read_all_as(const NpzReader& r, const std::string& key) {
   return c;
 }
 
-#define HALO_NPZ_INSTANTIATE(T)                                                              \
-  template void stream_as<T>(const NpzReader&, const std::string&,                           \
+#define HALO_NPZ_INSTANTIATE(T)                                                                \
+  template void stream_as<T>(const NpzReader&, const std::string&,                             \
                              const std::function<void(const T*, std::size_t, std::uint64_t)>&, \
-                             std::size_t);                                                   \
+                             std::size_t);                                                     \
   template std::vector<T> read_all_as<T>(const NpzReader&, const std::string&);
 HALO_NPZ_INSTANTIATE(std::int32_t)
 HALO_NPZ_INSTANTIATE(std::int64_t)

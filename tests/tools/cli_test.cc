@@ -1,1 +1,105 @@
+// The `halo` binary as a user meets it: exit codes, one-line errors naming the file and line,
+// no output left behind, and the JSON of `halo info`.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "../test_util.h"
+
+namespace halo {
+namespace {
+using test::TempDir;
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args, const TempDir& t) {
+  const fs::path out = t / "stdout.txt", err = t / "stderr.txt";
+  const std::string cmd = std::string(HALO_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::read_bytes(out);
+  r.err = test::read_bytes(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, ConvertAndInfoOnBundledCora) {
+  TempDir t;
+  const Result c = run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("peak memory"), std::string::npos) << c.err;
+  const Result i = run("info --json " + (t / "cora").string(), t);
+  ASSERT_EQ(i.code, 0) << i.err;
+  const auto j = nlohmann::json::parse(i.out);
+  EXPECT_EQ(j["nodes"], 2708);
+  EXPECT_EQ(j["edges"], 10556);
+  EXPECT_EQ(j["features"], 1433);
+  EXPECT_EQ(j["classes"], 7);
+  EXPECT_EQ(j["splits"]["public"]["train"], 140);
+  EXPECT_EQ(j["components"], 78);
+  const Result text = run("info " + (t / "cora").string(), t);
+  EXPECT_NE(text.out.find("components  78"), std::string::npos) << text.out;
+}
+
+TEST(Cli, BadInputIsOneLineNonZeroAndLeavesNothing) {
+  TempDir t;
+  test::write_text(t / "bad.graph", "3 3\n2\n1 3\n2\n");
+  const Result r = run("convert " + (t / "bad.graph").string() + " -o " + (t / "out").string(), t);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("bad.graph: line 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(t / "out"));
+  for (const auto& e : fs::directory_iterator(t.path())) EXPECT_EQ(e.path().filename(), "bad.graph");
+}
+
+TEST(Cli, ExistingOutputIsAParameterError) {
+  TempDir t;
+  fs::create_directories(t / "out");
+  const Result r = run("convert " + test::bundled("metis/test.mgraph").string() + " -o " + (t / "out").string(), t);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+  const Result f = run("convert " + test::bundled("metis/test.mgraph").string() + " -o " + (t / "out").string() + " --force", t);
+  EXPECT_EQ(f.code, 0) << f.err;
+}
+
+TEST(Cli, CorruptedDatasetIsReportedByInfo) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("metis/4elt.graph").string() + " -o " + (t / "g").string(), t).code, 0);
+  std::string bytes = test::read_bytes(t / "g/indices.bin");
+  bytes[1000] ^= 1;
+  test::write_text(t / "g/indices.bin", bytes);
+  const Result r = run("info " + (t / "g").string(), t);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("indices.bin: checksum mismatch"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnknownFlagsAndFormatsAreRejected) {
+  TempDir t;
+  EXPECT_NE(run("convert x -o y --format xml", t).code, 0);
+  EXPECT_NE(run("frobnicate", t).code, 0);
+  EXPECT_EQ(run("--help", t).code, 0);
+}
+
+TEST(Cli, TemporalConvertAndInfo) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + (t / "uci").string(), t).code, 0);
+  const auto j = nlohmann::json::parse(run("info --json " + (t / "uci").string(), t).out);
+  EXPECT_EQ(j["kind"], "temporal");
+  EXPECT_EQ(j["events"], 59835);
+  EXPECT_EQ(j["nodes"], 1899);
+}
+
+}  // namespace
+}  // namespace halo

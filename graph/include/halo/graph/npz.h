@@ -45,8 +45,8 @@ namespace halo {
 
 // What a .npy header says about one array of an archive.
 struct NpyArrayInfo {
-  std::string name;                  // key without ".npy"
-  std::string descr;                 // e.g. "<i8", "<f4", "<f2", "|b1", "<f8", ">i4", "<U3"
+  std::string name;   // key without ".npy"
+  std::string descr;  // e.g. "<i8", "<f4", "<f2", "|b1", "<f8", ">i4", "<U3"
   bool fortran_order = false;
   std::vector<std::uint64_t> shape;  // empty for 0-d
   std::size_t item_size = 0;         // bytes per element

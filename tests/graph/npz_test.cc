@@ -1,0 +1,488 @@
+// Tests of halo::NpzReader, stream_as and read_all_as against the NumPy-written fixtures in
+// tests/data/npz (regenerate with tests/data/npz/make_fixtures.py; values here mirror it).
+#include "halo/graph/npz.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "halo/graph/error.h"
+
+#ifndef HALO_TEST_DATA_DIR
+#error "HALO_TEST_DATA_DIR must name tests/data"
+#endif
+
+namespace halo {
+namespace {
+
+std::filesystem::path fixture(const std::string& name) {
+  return std::filesystem::path(HALO_TEST_DATA_DIR) / "npz" / name;
+}
+
+// Runs f and returns the message of the E it throws (a test failure if it throws nothing or
+// something else).
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return "";
+}
+
+std::vector<std::byte> raw(const NpzReader& r, const std::string& key, std::size_t chunk,
+                           std::vector<std::size_t>* chunk_sizes = nullptr) {
+  std::vector<std::byte> out;
+  r.stream(
+      key,
+      [&](const std::byte* p, std::size_t n) {
+        out.insert(out.end(), p, p + n);
+        if (chunk_sizes) chunk_sizes->push_back(n);
+      },
+      chunk);
+  return out;
+}
+
+// stream_as collecting values, checking first_index continuity.
+template <class T>
+std::vector<T> collect(const NpzReader& r, const std::string& key, std::size_t chunk) {
+  std::vector<T> out;
+  stream_as<T>(
+      r, key,
+      [&](const T* p, std::size_t n, std::uint64_t first) {
+        EXPECT_EQ(first, out.size());
+        EXPECT_GT(n, 0u);
+        out.insert(out.end(), p, p + n);
+      },
+      chunk);
+  return out;
+}
+
+const std::vector<std::int64_t> kEdges = {0, 0, 1, 2, 3, 4, 4, 1, 2, 2, 3, 4, 0, 1};
+
+// ---- the OGB-like arrays, compressed and stored ---------------------------------------------
+
+class BasicArchive : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BasicArchive, KeysAndInfo) {
+  NpzReader r(fixture(GetParam()));
+  EXPECT_EQ(r.keys(), (std::vector<std::string>{"edge_index", "node_feat", "node_label",
+                                                "num_nodes_list", "num_edges_list"}));
+  EXPECT_TRUE(r.contains("edge_index"));
+  EXPECT_FALSE(r.contains("edge_index.npy"));
+  EXPECT_FALSE(r.contains("nope"));
+
+  NpyArrayInfo e = r.info("edge_index");
+  EXPECT_EQ(e.name, "edge_index");
+  EXPECT_EQ(e.descr, "<i8");
+  EXPECT_FALSE(e.fortran_order);
+  EXPECT_EQ(e.shape, (std::vector<std::uint64_t>{2, 7}));
+  EXPECT_EQ(e.item_size, 8u);
+  EXPECT_EQ(e.count(), 14u);
+
+  NpyArrayInfo f = r.info("node_feat");
+  EXPECT_EQ(f.descr, "<f4");
+  EXPECT_EQ(f.shape, (std::vector<std::uint64_t>{5, 3}));
+  EXPECT_EQ(f.item_size, 4u);
+
+  NpyArrayInfo l = r.info("node_label");
+  EXPECT_EQ(l.descr, "<f8");
+  EXPECT_EQ(l.shape, (std::vector<std::uint64_t>{5, 1}));
+
+  NpyArrayInfo nn = r.info("num_nodes_list");
+  EXPECT_EQ(nn.shape, (std::vector<std::uint64_t>{1}));
+  NpyArrayInfo ne = r.info("num_edges_list");
+  EXPECT_TRUE(ne.shape.empty());
+  EXPECT_EQ(ne.count(), 1u);
+  EXPECT_EQ(ne.item_size, 8u);
+}
+
+TEST_P(BasicArchive, Values) {
+  NpzReader r(fixture(GetParam()));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "edge_index"), kEdges);
+  const std::vector<std::int32_t> e32 = read_all_as<std::int32_t>(r, "edge_index");
+  EXPECT_EQ(std::vector<std::int64_t>(e32.begin(), e32.end()), kEdges);
+  const std::vector<double> ed = read_all_as<double>(r, "edge_index");
+  EXPECT_EQ(std::vector<std::int64_t>(ed.begin(), ed.end()), kEdges);
+
+  const std::vector<float> feat = read_all_as<float>(r, "node_feat");
+  const std::vector<double> featd = read_all_as<double>(r, "node_feat");
+  ASSERT_EQ(feat.size(), 15u);
+  ASSERT_EQ(featd.size(), 15u);
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(feat[i], static_cast<float>(i) * 0.25f - 1.0f) << i;
+    EXPECT_EQ(featd[i], static_cast<double>(i) * 0.25 - 1.0) << i;
+  }
+
+  const std::vector<double> label = read_all_as<double>(r, "node_label");
+  ASSERT_EQ(label.size(), 5u);
+  EXPECT_EQ(label[0], 0.0);
+  EXPECT_EQ(label[1], 1.0);
+  EXPECT_TRUE(std::isnan(label[2]));
+  EXPECT_EQ(label[3], 3.0);
+  EXPECT_EQ(label[4], 2.0);
+  const std::vector<float> labelf = read_all_as<float>(r, "node_label");
+  EXPECT_TRUE(std::isnan(labelf[2]));
+  EXPECT_EQ(labelf[4], 2.0f);
+
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "num_nodes_list"), std::vector<std::int64_t>{5});
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "num_edges_list"), std::vector<std::int32_t>{7});
+
+  // Float to integer is refused whatever the values.
+  const std::string msg = error_of<InputError>([&] { read_all_as<std::int64_t>(r, "node_feat"); });
+  EXPECT_NE(msg.find("node_feat.npy"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("<f4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(GetParam()), std::string::npos) << msg;
+  EXPECT_THROW(read_all_as<std::int32_t>(r, "node_label"), InputError);
+}
+
+TEST_P(BasicArchive, RawChunksAreExactAndIdentical) {
+  NpzReader r(fixture(GetParam()));
+  for (const std::string& key : r.keys()) {
+    const NpyArrayInfo info = r.info(key);
+    const std::vector<std::byte> whole = raw(r, key, std::size_t{1} << 22);
+    ASSERT_EQ(whole.size(), info.count() * info.item_size) << key;
+    for (std::size_t chunk : {1u, 7u, 13u, 64u, 4096u}) {
+      std::vector<std::size_t> sizes;
+      EXPECT_EQ(raw(r, key, chunk, &sizes), whole) << key << " chunk " << chunk;
+      for (std::size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], chunk);
+      if (!sizes.empty()) {
+        EXPECT_LE(sizes.back(), chunk);
+        EXPECT_GT(sizes.back(), 0u);
+      }
+    }
+  }
+  // The payload of edge_index is the little-endian int64 values.
+  const std::vector<std::byte> e = raw(r, "edge_index", 7);
+  ASSERT_EQ(e.size(), kEdges.size() * 8);
+  std::vector<std::int64_t> v(kEdges.size());
+  std::memcpy(v.data(), e.data(), e.size());
+  EXPECT_EQ(v, kEdges);
+}
+
+TEST_P(BasicArchive, StreamAsTinyChunks) {
+  NpzReader r(fixture(GetParam()));
+  for (std::size_t chunk : {1u, 3u, 7u, 8u, 9u, 1000u}) {
+    EXPECT_EQ(collect<std::int64_t>(r, "edge_index", chunk), kEdges) << chunk;
+    EXPECT_EQ(collect<float>(r, "node_feat", chunk), read_all_as<float>(r, "node_feat"));
+    const std::vector<double> l = collect<double>(r, "node_label", chunk);
+    ASSERT_EQ(l.size(), 5u);
+    EXPECT_TRUE(std::isnan(l[2]));
+    EXPECT_EQ(l[4], 2.0);
+  }
+  // Chunk 7 on int64: elements straddle chunks; first_index must still count elements.
+  std::vector<std::uint64_t> firsts;
+  stream_as<std::int64_t>(
+      r, "edge_index",
+      [&](const std::int64_t*, std::size_t, std::uint64_t first) { firsts.push_back(first); }, 7);
+  EXPECT_EQ(firsts.front(), 0u);
+  EXPECT_TRUE(std::is_sorted(firsts.begin(), firsts.end()));
+}
+
+TEST_P(BasicArchive, MissingKeyNamesTheAvailableOnes) {
+  NpzReader r(fixture(GetParam()));
+  const std::string msg = error_of<InputError>([&] { r.info("labels"); });
+  EXPECT_NE(msg.find("labels"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("edge_index, node_feat, node_label"), std::string::npos) << msg;
+  EXPECT_THROW(r.stream("labels", [](const std::byte*, std::size_t) {}), InputError);
+  EXPECT_THROW(read_all_as<double>(r, "labels"), InputError);
+}
+
+TEST_P(BasicArchive, ZeroChunkIsAParamError) {
+  NpzReader r(fixture(GetParam()));
+  EXPECT_THROW(r.stream(
+                   "edge_index", [](const std::byte*, std::size_t) {}, 0),
+               ParamError);
+  EXPECT_THROW(collect<std::int64_t>(r, "edge_index", 0), ParamError);
+}
+
+TEST_P(BasicArchive, CallbackExceptionPropagatesAndReaderStaysUsable) {
+  NpzReader r(fixture(GetParam()));
+  EXPECT_THROW(r.stream("edge_index",
+                        [](const std::byte*, std::size_t) { throw std::runtime_error("stop"); }),
+               std::runtime_error);
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "edge_index"), kEdges);
+}
+
+INSTANTIATE_TEST_SUITE_P(Npz, BasicArchive,
+                         ::testing::Values("basic_compressed.npz", "basic_stored.npz"));
+
+TEST(Npz, CompressedAndStoredPayloadsMatch) {
+  NpzReader c(fixture("basic_compressed.npz"));
+  NpzReader s(fixture("basic_stored.npz"));
+  for (const std::string& key : c.keys()) EXPECT_EQ(raw(c, key, 5), raw(s, key, 11)) << key;
+}
+
+TEST(Npz, MoveKeepsTheArchive) {
+  NpzReader a(fixture("basic_compressed.npz"));
+  NpzReader b(std::move(a));
+  EXPECT_EQ(read_all_as<std::int64_t>(b, "edge_index"), kEdges);
+  NpzReader c(fixture("basic_stored.npz"));
+  c = std::move(b);
+  EXPECT_EQ(read_all_as<std::int64_t>(c, "edge_index"), kEdges);
+  EXPECT_EQ(c.path(), fixture("basic_compressed.npz"));
+}
+
+// ---- dtypes and conversion rules ------------------------------------------------------------
+
+TEST(NpzDtypes, Integers) {
+  NpzReader r(fixture("dtypes.npz"));
+  EXPECT_EQ(r.info("i1").descr, "|i1");
+  EXPECT_EQ(r.info("u1").descr, "|u1");
+  EXPECT_EQ(r.info("b1").descr, "|b1");
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "i1"), (std::vector<std::int32_t>{-128, -1, 0, 127}));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "u1"), (std::vector<std::int64_t>{0, 7, 255}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "i2"), (std::vector<std::int32_t>{-32768, -1, 32767}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "u2"), (std::vector<std::int32_t>{0, 65535}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "i4"),
+            (std::vector<std::int32_t>{std::numeric_limits<std::int32_t>::min(), -1,
+                                       std::numeric_limits<std::int32_t>::max()}));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "u4"),
+            (std::vector<std::int64_t>{0, 2147483647, 4294967295}));
+  EXPECT_EQ(read_all_as<double>(r, "u8"),
+            (std::vector<double>{0.0, 9223372036854775807.0, 9223372036854775808.0}));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "i8_big"),
+            (std::vector<std::int64_t>{0, 1, 2, 3, 4, 3000000000, -5}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "b1"), (std::vector<std::int32_t>{1, 0, 1}));
+  EXPECT_EQ(read_all_as<float>(r, "b1"), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(read_all_as<float>(r, "i2"), (std::vector<float>{-32768, -1, 32767}));
+}
+
+TEST(NpzDtypes, NarrowingIsRangeChecked) {
+  NpzReader r(fixture("dtypes.npz"));
+  std::string msg = error_of<InputError>([&] { read_all_as<std::int32_t>(r, "i8_big"); });
+  EXPECT_NE(msg.find("entry i8_big.npy: value 3000000000 at index 5 does not fit int32"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("dtypes.npz"), std::string::npos) << msg;
+  msg = error_of<InputError>([&] { collect<std::int32_t>(r, "i8_neg", 3); });
+  EXPECT_NE(msg.find("value -3000000000 at index 1 does not fit int32"), std::string::npos) << msg;
+  msg = error_of<InputError>([&] { read_all_as<std::int32_t>(r, "u4"); });
+  EXPECT_NE(msg.find("value 4294967295 at index 2 does not fit int32"), std::string::npos) << msg;
+  msg = error_of<InputError>([&] { read_all_as<std::int64_t>(r, "u8"); });
+  EXPECT_NE(msg.find("value 9223372036854775808 at index 2 does not fit int64"), std::string::npos)
+      << msg;
+  // Values before the bad one were delivered, in order.
+  std::vector<std::int32_t> seen;
+  EXPECT_THROW(stream_as<std::int32_t>(
+                   r, "i8_big",
+                   [&](const std::int32_t* p, std::size_t n, std::uint64_t) {
+                     seen.insert(seen.end(), p, p + n);
+                   },
+                   8),
+               InputError);
+  EXPECT_EQ(seen, (std::vector<std::int32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(NpzDtypes, Float16) {
+  NpzReader r(fixture("dtypes.npz"));
+  EXPECT_EQ(r.info("f2").descr, "<f2");
+  EXPECT_EQ(r.info("f2").item_size, 2u);
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<float> v =
+        pass == 0 ? read_all_as<float>(r, "f2") : collect<float>(r, "f2", 3);  // straddles
+    ASSERT_EQ(v.size(), 12u);
+    EXPECT_EQ(v[0], 0.0f);
+    EXPECT_FALSE(std::signbit(v[0]));
+    EXPECT_EQ(v[1], 1.0f);
+    EXPECT_EQ(v[2], -2.0f);
+    EXPECT_EQ(v[3], 0.5f);
+    EXPECT_EQ(v[4], 65504.0f);
+    EXPECT_EQ(v[5], std::ldexp(1.0f, -14));         // smallest normal
+    EXPECT_EQ(v[6], std::ldexp(1.0f, -24));         // smallest subnormal
+    EXPECT_EQ(v[7], 3.0f * std::ldexp(1.0f, -16));  // subnormal
+    EXPECT_EQ(v[8], std::numeric_limits<float>::infinity());
+    EXPECT_EQ(v[9], -std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(std::isnan(v[10]));
+    EXPECT_EQ(v[11], 0.0f);
+    EXPECT_TRUE(std::signbit(v[11]));
+  }
+  const std::vector<double> d = read_all_as<double>(r, "f2");
+  EXPECT_EQ(d[6], std::ldexp(1.0, -24));
+  EXPECT_EQ(d[4], 65504.0);
+  const std::string msg = error_of<InputError>([&] { read_all_as<std::int32_t>(r, "f2"); });
+  EXPECT_NE(msg.find("<f2"), std::string::npos) << msg;
+}
+
+TEST(NpzDtypes, HalfToFloatAllPatterns) {
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto h = static_cast<std::uint16_t>(b);
+    const float f = half_to_float(h);
+    const std::uint32_t exp = (b >> 10) & 31, mant = b & 1023;
+    const bool neg = (b & 0x8000) != 0;
+    EXPECT_EQ(std::signbit(f), neg) << b;
+    if (exp == 31) {
+      if (mant == 0) {
+        EXPECT_TRUE(std::isinf(f)) << b;
+      } else {
+        EXPECT_TRUE(std::isnan(f)) << b;
+      }
+      continue;
+    }
+    const double mag =
+        exp == 0 ? std::ldexp(static_cast<double>(mant), -24)
+                 : std::ldexp(static_cast<double>(1024 + mant), static_cast<int>(exp) - 25);
+    EXPECT_EQ(static_cast<double>(f), neg ? -mag : mag) << b;
+  }
+}
+
+TEST(NpzDtypes, Float64ToFloat32) {
+  NpzReader r(fixture("dtypes.npz"));
+  const std::string msg = error_of<InputError>([&] { read_all_as<float>(r, "f8_big"); });
+  EXPECT_NE(msg.find("at index 1 does not fit float32"), std::string::npos) << msg;
+  EXPECT_EQ(read_all_as<double>(r, "f8_big"), (std::vector<double>{1.5, 1e300}));
+  const std::vector<float> inf = read_all_as<float>(r, "f8_inf");
+  EXPECT_EQ(inf[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(inf[1], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::signbit(inf[2]));
+}
+
+TEST(NpzDtypes, BigEndianIsRejectedButReadableRaw) {
+  NpzReader r(fixture("dtypes.npz"));
+  const NpyArrayInfo info = r.info("be_i4");
+  EXPECT_EQ(info.descr, ">i4");
+  EXPECT_EQ(info.item_size, 4u);
+  for (int t = 0; t < 2; ++t) {
+    const std::string msg =
+        t == 0 ? error_of<InputError>([&] { read_all_as<std::int32_t>(r, "be_i4"); })
+               : error_of<InputError>([&] { read_all_as<double>(r, "be_i4"); });
+    EXPECT_NE(msg.find("big-endian dtype >i4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("be_i4.npy"), std::string::npos) << msg;
+  }
+  // 1, -2, 70000 as big-endian int32.
+  const std::vector<std::byte> b = raw(r, "be_i4", 5);
+  const unsigned char want[] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe, 0, 1, 0x11, 0x70};
+  ASSERT_EQ(b.size(), sizeof want);
+  EXPECT_EQ(std::memcmp(b.data(), want, sizeof want), 0);
+}
+
+TEST(NpzDtypes, NonNumericIsRejected) {
+  NpzReader r(fixture("dtypes.npz"));
+  EXPECT_EQ(r.info("c8").item_size, 8u);
+  EXPECT_EQ(r.info("u3").descr, "<U3");
+  EXPECT_EQ(r.info("u3").item_size, 12u);
+  std::string msg = error_of<InputError>([&] { read_all_as<double>(r, "c8"); });
+  EXPECT_NE(msg.find("cannot convert dtype <c8 to float64"), std::string::npos) << msg;
+  msg = error_of<InputError>([&] { read_all_as<std::int64_t>(r, "u3"); });
+  EXPECT_NE(msg.find("<U3"), std::string::npos) << msg;
+  EXPECT_EQ(raw(r, "u3", 7).size(), 24u);  // raw streaming works for any dtype
+}
+
+TEST(NpzDtypes, EmptyAndMultiDimensional) {
+  NpzReader r(fixture("dtypes.npz"));
+  const NpyArrayInfo e = r.info("empty");
+  EXPECT_EQ(e.shape, (std::vector<std::uint64_t>{0, 3}));
+  EXPECT_EQ(e.count(), 0u);
+  EXPECT_TRUE(read_all_as<float>(r, "empty").empty());
+  int calls = 0;
+  stream_as<float>(r, "empty", [&](const float*, std::size_t, std::uint64_t) { ++calls; });
+  r.stream("empty", [&](const std::byte*, std::size_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+
+  std::vector<std::int32_t> want(24);
+  for (int i = 0; i < 24; ++i) want[i] = i;
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "i2_3d"), want);
+  EXPECT_EQ(collect<std::int32_t>(r, "i2_3d", 5), want);
+}
+
+// ---- Fortran order --------------------------------------------------------------------------
+
+TEST(NpzFortran, StreamRejectsReadAllTransposes) {
+  NpzReader r(fixture("fortran.npz"));
+  EXPECT_TRUE(r.info("f2d").fortran_order);
+  EXPECT_TRUE(r.info("f3d").fortran_order);
+  EXPECT_FALSE(r.info("c2d").fortran_order);
+  EXPECT_FALSE(r.info("f1d").fortran_order);  // NumPy writes 1-d arrays as C order
+  const std::string msg = error_of<InputError>([&] { collect<std::int32_t>(r, "f2d", 64); });
+  EXPECT_NE(msg.find("Fortran"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("f2d.npy"), std::string::npos) << msg;
+
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "f2d"), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "c2d"), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5}));
+  // The file holds the column-major order.
+  const std::vector<std::byte> b = raw(r, "f2d", 3);
+  std::vector<std::int32_t> file_order(6);
+  std::memcpy(file_order.data(), b.data(), b.size());
+  EXPECT_EQ(file_order, (std::vector<std::int32_t>{0, 3, 1, 4, 2, 5}));
+
+  std::vector<double> want(24);
+  for (int i = 0; i < 24; ++i) want[i] = i;
+  EXPECT_EQ(read_all_as<double>(r, "f3d"), want);
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "f1d"), (std::vector<std::int64_t>{0, 1, 2, 3}));
+}
+
+// ---- ZIP64 and .npy header versions ----------------------------------------------------------
+
+TEST(NpzZip64, HandBuiltArchive) {
+  // ZIP64 EOCD record + locator, ZIP64 extra fields in local headers and (all three fields /
+  // offset only / none after other extras) in the central directory, archive comment.
+  NpzReader r(fixture("zip64.npz"));
+  EXPECT_EQ(r.keys(), (std::vector<std::string>{"v1", "v2", "v3"}));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "v1"), (std::vector<std::int64_t>{0, 11, 22, 33, 44}));
+  EXPECT_EQ(read_all_as<float>(r, "v2"),
+            (std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f}));
+  EXPECT_EQ(r.info("v2").shape, (std::vector<std::uint64_t>{3, 2}));
+  EXPECT_EQ(read_all_as<std::int32_t>(r, "v3"), (std::vector<std::int32_t>{-1, 2, 3, -4}));
+  EXPECT_EQ(r.info("v3").descr, "<i4");
+  for (const std::string& key : r.keys()) EXPECT_EQ(raw(r, key, 7), raw(r, key, 1 << 20)) << key;
+}
+
+// ---- damaged archives -----------------------------------------------------------------------
+
+TEST(NpzErrors, TruncatedArchive) {
+  const std::string msg = error_of<InputError>([] { NpzReader r(fixture("truncated.npz")); });
+  EXPECT_NE(msg.find("truncated.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("end of central directory"), std::string::npos) << msg;
+}
+
+TEST(NpzErrors, TruncatedDeflateEntry) {
+  NpzReader r(fixture("truncated_entry.npz"));
+  const std::string msg = error_of<InputError>([&] { raw(r, "a", 16); });
+  EXPECT_NE(msg.find("entry a.npy"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+}
+
+TEST(NpzErrors, CorruptStoredPayloadFailsTheCrc) {
+  NpzReader r(fixture("corrupt_stored.npz"));
+  EXPECT_EQ(r.info("node_feat").shape, (std::vector<std::uint64_t>{5, 3}));  // header intact
+  const std::string msg = error_of<InputError>([&] { read_all_as<float>(r, "node_feat"); });
+  EXPECT_NE(msg.find("corrupt_stored.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry node_feat.npy"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CRC-32 mismatch"), std::string::npos) << msg;
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "edge_index"), kEdges);  // other entries are fine
+}
+
+TEST(NpzErrors, CorruptDeflateData) {
+  NpzReader r(fixture("corrupt_compressed.npz"));
+  const std::string msg = error_of<InputError>([&] { raw(r, "edge_index", 7); });
+  EXPECT_NE(msg.find("entry edge_index.npy"), std::string::npos) << msg;
+  EXPECT_EQ(read_all_as<float>(r, "node_feat").size(), 15u);
+}
+
+TEST(NpzErrors, UnsupportedMethod) {
+  NpzReader r(fixture("bzip2.npz"));
+  EXPECT_EQ(r.keys(), std::vector<std::string>{"a"});
+  const std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("unsupported compression method 12 (bzip2)"), std::string::npos) << msg;
+}
+
+TEST(NpzErrors, NotAZipAndMissingFile) {
+  const std::string msg = error_of<InputError>([] { NpzReader r(fixture("make_fixtures.py")); });
+  EXPECT_NE(msg.find("not a zip archive"), std::string::npos) << msg;
+  EXPECT_THROW(NpzReader r(fixture("no_such_file.npz")), SystemError);
+  EXPECT_THROW(NpzReader r(fixture("")), InputError);  // a directory
+}
+
+}  // namespace
+}  // namespace halo

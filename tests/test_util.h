@@ -1,0 +1,78 @@
+// Helpers shared by the tests: scratch directories, small files (plain or gzip), paths to the
+// bundled and shared datasets, and an expectation that an InputError names what it should.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "halo/graph/error.h"
+
+namespace halo::test {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "t";
+    for (char& c : name)
+      if (c == '/') c = '_';
+    path_ = fs::temp_directory_path() / ("halo-test-" + std::to_string(getpid()) + "-" + name);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  fs::path path_;
+};
+
+inline void write_text(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+inline void write_gz(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  gzFile f = gzopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  if (!text.empty()) gzwrite(f, text.data(), unsigned(text.size()));
+  gzclose(f);
+}
+
+inline std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+inline fs::path source_dir() { return HALO_SOURCE_DIR; }
+inline fs::path bundled(const std::string& rel) { return source_dir() / "datasets" / rel; }
+inline fs::path test_data(const std::string& rel) { return fs::path(HALO_TEST_DATA_DIR) / rel; }
+
+// Runs fn, expecting an InputError whose message contains every one of parts.
+template <class Fn>
+void expect_input_error(Fn&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
+  }
+}
+
+}  // namespace halo::test
