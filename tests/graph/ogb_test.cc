@@ -106,6 +106,29 @@ TEST(Ogb, NoFeaturesOrLabelsIsFine) {
   EXPECT_EQ(d.label_kind, LabelKind::kNone);
 }
 
+// OGB's binary layout (ogbn-papers100M): .npz archives written by NumPy.
+TEST(Ogb, BinaryNpzLayout) {
+  TempDir t;
+  const ConvertReport r = convert(test::test_data("ogb-npz"), t / "out", {});
+  EXPECT_EQ(r.nodes, 5);
+  const GraphDataset d = read_graph_dataset(t / "out");
+  EXPECT_EQ(d.graph.num_edges(), 6);
+  ASSERT_EQ(d.num_features, 2);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_FLOAT_EQ(d.features[i], float(i) + 0.5f);
+  EXPECT_EQ(d.label_kind, LabelKind::kMulticlass);
+  EXPECT_EQ(d.num_classes, 3);
+  EXPECT_EQ(std::vector<std::int32_t>(d.labels.begin(), d.labels.end()),
+            (std::vector<std::int32_t>{0, 1, -1, 2, 1}));
+  ASSERT_NE(d.split("time"), nullptr);
+  EXPECT_EQ(d.split("time")->test.size(), 2u);
+  EXPECT_EQ(read_dataset_meta(t / "out")["source"]["format"], "ogb-npz");
+  // Reordered, features are written row by row at their new positions.
+  convert(test::test_data("ogb-npz"), t / "rcm", {.reorder = "rcm"});
+  const GraphDataset e = read_graph_dataset(t / "rcm");
+  for (NodeId u = 0; u < 5; ++u)
+    EXPECT_FLOAT_EQ(e.features[std::size_t(u) * 2], float(2 * e.original_ids[std::size_t(u)]) + 0.5f);
+}
+
 // Reordering permutes every node-indexed array consistently: mapping back through
 // original_ids gives the unreordered dataset.
 TEST(Ogb, RcmReorderIsConsistentWithTheOriginal) {
