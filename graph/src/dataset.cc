@@ -42,24 +42,25 @@ const Split* GraphDataset::split(const std::string& n) const {
 
 // ---- writer ------------------------------------------------------------------------------
 
-DatasetWriter::DatasetWriter(const fs::path& dir, bool overwrite) : staging_(dir, overwrite) {}
-
-DatasetWriter::~DatasetWriter() = default;
+ArrayDir::ArrayDir(fs::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw SystemError(dir_.string() + ": cannot create directory: " + ec.message());
+}
 
 template <class T>
-void DatasetWriter::put(const std::string& name, const T* data, std::uint64_t rows,
-                        std::uint64_t cols) {
-  record(name, write_array(staging_.path() / (name + ".bin"), data, rows, cols));
+void ArrayDir::put(const std::string& name, const T* data, std::uint64_t rows, std::uint64_t cols) {
+  record(name, write_array(dir_ / (name + ".bin"), data, rows, cols));
 }
 
-std::unique_ptr<ArrayFileWriter> DatasetWriter::open(const std::string& name, DType dtype,
-                                                     std::uint64_t rows, std::uint64_t cols) {
-  return std::make_unique<ArrayFileWriter>(staging_.path() / (name + ".bin"), dtype, rows, cols);
+std::unique_ptr<ArrayFileWriter> ArrayDir::open(const std::string& name, DType dtype,
+                                                std::uint64_t rows, std::uint64_t cols) {
+  return std::make_unique<ArrayFileWriter>(dir_ / (name + ".bin"), dtype, rows, cols);
 }
 
-void DatasetWriter::record(const std::string& name, const ArrayInfo& info) { arrays_[name] = info; }
+void ArrayDir::record(const std::string& name, const ArrayInfo& info) { arrays_[name] = info; }
 
-void DatasetWriter::commit(json meta) {
+std::string ArrayDir::write_meta(json meta, const std::string& format, int version) {
   json arrays = json::object();
   uLong fingerprint = crc32(0L, Z_NULL, 0);
   for (const auto& [name, info] : arrays_) {  // std::map: sorted, so the fingerprint is stable
@@ -70,24 +71,32 @@ void DatasetWriter::commit(json meta) {
     const std::string key = name + ":" + std::to_string(info.crc32);
     fingerprint = crc32(fingerprint, reinterpret_cast<const Bytef*>(key.data()), uInt(key.size()));
   }
-  meta["format"] = kFormat;
-  meta["version"] = kVersion;
+  meta["format"] = format;
+  meta["version"] = version;
   meta["arrays"] = arrays;
   char hex[16];
   std::snprintf(hex, sizeof hex, "%08lx", fingerprint);
   meta["fingerprint"] = hex;
-  write_json_file(staging_.path() / "meta.json", meta);
-  staging_.commit();
+  write_json_file(dir_ / "meta.json", meta);
+  return hex;
 }
 
 #define HALO_INSTANTIATE(T) \
-  template void DatasetWriter::put<T>(const std::string&, const T*, std::uint64_t, std::uint64_t);
+  template void ArrayDir::put<T>(const std::string&, const T*, std::uint64_t, std::uint64_t);
 HALO_INSTANTIATE(std::int8_t)
 HALO_INSTANTIATE(std::int32_t)
 HALO_INSTANTIATE(std::int64_t)
 HALO_INSTANTIATE(float)
 HALO_INSTANTIATE(double)
 #undef HALO_INSTANTIATE
+
+DatasetWriter::DatasetWriter(const fs::path& dir, bool overwrite)
+    : staging_(dir, overwrite), arrays_(staging_.path()) {}
+
+void DatasetWriter::commit(json meta) {
+  arrays_.write_meta(std::move(meta), kFormat, kVersion);
+  staging_.commit();
+}
 
 json graph_meta(const GraphDataset& d) {
   json splits = json::object();
@@ -156,36 +165,38 @@ void write_temporal_dataset(const TemporalDataset& d, const fs::path& dir, bool 
 
 // ---- reader ------------------------------------------------------------------------------
 
-json read_dataset_meta(const fs::path& dir) {
+json read_meta(const fs::path& dir, const std::string& format, int version) {
   const fs::path p = dir / "meta.json";
-  if (!fs::is_directory(dir)) throw_input(dir, 0, "not a directory (expected a halo dataset)");
+  if (!fs::is_directory(dir)) throw_input(dir, 0, "not a directory (expected a halo " + format + ")");
   std::ifstream f(p);
-  if (!f) throw_input(p, 0, "missing: not a halo dataset directory");
+  if (!f) throw_input(p, 0, "missing: not a halo " + format + " directory");
   json j;
   try {
     j = json::parse(f);
   } catch (const json::exception& e) {
     throw_input(p, 0, std::string("invalid JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("format", "") != kFormat)
-    throw_input(p, 0, "not a halo dataset (\"format\" is not \"halo-dataset\")");
-  if (j.value("version", 0) != kVersion)
-    throw_input(p, 0, "dataset version " + j.value("version", json(0)).dump() +
-                          ", this halo reads version " + std::to_string(kVersion));
+  if (!j.is_object() || j.value("format", "") != format)
+    throw_input(p, 0, "not a halo " + format + " (\"format\" is " +
+                          (j.is_object() ? j.value("format", json("missing")).dump() : "missing") + ")");
+  if (j.value("version", 0) != version)
+    throw_input(p, 0, format + " version " + j.value("version", json(0)).dump() +
+                          ", this halo reads version " + std::to_string(version));
+  if (!j.contains("arrays") || !j["arrays"].is_object())
+    throw_input(p, 0, "malformed: no \"arrays\" table");
   return j;
 }
+
+json read_dataset_meta(const fs::path& dir) { return read_meta(dir, kFormat, kVersion); }
 
 std::string dataset_kind(const fs::path& dir) {
   return read_dataset_meta(dir).value("kind", "graph");
 }
 
-namespace {
-
-// Maps an array named in meta.json, checking its shape against the meta and expectations.
 template <class T>
-Array<T> load(const fs::path& dir, const json& meta, const std::string& name,
-              const ReadOptions& opt, std::uint64_t expect_rows, std::uint64_t expect_cols,
-              bool required = true) {
+Array<T> map_listed(const fs::path& dir, const json& meta, const std::string& name,
+                    const ReadOptions& opt, std::uint64_t expect_rows, std::uint64_t expect_cols,
+                    bool required) {
   const fs::path metap = dir / "meta.json";
   const json& arrays = meta.at("arrays");
   if (!arrays.contains(name)) {
@@ -197,16 +208,23 @@ Array<T> load(const fs::path& dir, const json& meta, const std::string& name,
   Array<T> a = map_array<T>(path, &info, opt.verify_checksums);
   if (arrays[name].value("crc32", std::uint64_t(info.crc32)) != info.crc32)
     throw_input(path, 0, "checksum disagrees with meta.json (file replaced or corrupted)");
-  if ((expect_rows != ~0ull && info.rows != expect_rows) ||
-      (expect_cols != ~0ull && info.cols != expect_cols))
+  if ((expect_rows != kAnyShape && info.rows != expect_rows) ||
+      (expect_cols != kAnyShape && info.cols != expect_cols))
     throw_input(path, 0, "expected shape " + std::to_string(expect_rows) + "x" +
                              std::to_string(expect_cols) + ", found " + std::to_string(info.rows) +
                              "x" + std::to_string(info.cols));
   return a;
 }
 
-
-}  // namespace
+#define HALO_INSTANTIATE(T)                                                                      \
+  template Array<T> map_listed<T>(const fs::path&, const json&, const std::string&,              \
+                                  const ReadOptions&, std::uint64_t, std::uint64_t, bool);
+HALO_INSTANTIATE(std::int8_t)
+HALO_INSTANTIATE(std::int32_t)
+HALO_INSTANTIATE(std::int64_t)
+HALO_INSTANTIATE(float)
+HALO_INSTANTIATE(double)
+#undef HALO_INSTANTIATE
 
 GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_dataset_meta(dir);
@@ -221,21 +239,21 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
     const auto n = meta.at("nodes").get<std::int64_t>();
     const auto m = meta.at("edges").get<std::int64_t>();
     d.graph.num_nodes = n;
-    d.graph.offsets = load<EdgeId>(dir, meta, "offsets", opt, std::uint64_t(n + 1), 1);
+    d.graph.offsets = map_listed<EdgeId>(dir, meta, "offsets", opt, std::uint64_t(n + 1), 1);
     if (d.graph.offsets[0] != 0 || d.graph.offsets[std::size_t(n)] != m)
       throw_input(dir / "offsets.bin", 0, "offsets do not span the " + std::to_string(m) +
                                               " edges that meta.json declares");
-    d.graph.indices = load<NodeId>(dir, meta, "indices", opt, std::uint64_t(m), 1);
+    d.graph.indices = map_listed<NodeId>(dir, meta, "indices", opt, std::uint64_t(m), 1);
     if (meta.value("edge_weights", false))
-      d.graph.values = load<float>(dir, meta, "edge_weights", opt, std::uint64_t(m), 1);
+      d.graph.values = map_listed<float>(dir, meta, "edge_weights", opt, std::uint64_t(m), 1);
     d.ncon = meta.value("node_weights", 0);
     if (d.ncon > 0)
-      d.node_weights = load<std::int32_t>(dir, meta, "node_weights", opt, std::uint64_t(n),
+      d.node_weights = map_listed<std::int32_t>(dir, meta, "node_weights", opt, std::uint64_t(n),
                                           std::uint64_t(d.ncon));
     d.num_features = meta.value("features", std::int64_t(0));
     if (d.num_features > 0)
       d.features =
-          load<float>(dir, meta, "features", opt, std::uint64_t(n), std::uint64_t(d.num_features));
+          map_listed<float>(dir, meta, "features", opt, std::uint64_t(n), std::uint64_t(d.num_features));
     const json& lab = meta.at("labels");
     d.label_cols = lab.value("columns", std::int64_t(0));
     d.num_classes = lab.value("classes", std::int64_t(0));
@@ -244,21 +262,21 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
                    : kind == "multilabel" ? LabelKind::kMultilabel
                                           : LabelKind::kNone;
     if (d.label_cols > 0)
-      d.labels = load<std::int32_t>(dir, meta, "labels", opt, std::uint64_t(n),
+      d.labels = map_listed<std::int32_t>(dir, meta, "labels", opt, std::uint64_t(n),
                                     std::uint64_t(d.label_cols));
     for (const auto& [name, counts] : meta.at("splits").items()) {
       Split s;
       s.name = name;
-      s.train = load<NodeId>(dir, meta, "split." + name + ".train", opt,
+      s.train = map_listed<NodeId>(dir, meta, "split." + name + ".train", opt,
                              counts.at("train").get<std::uint64_t>(), 1);
-      s.valid = load<NodeId>(dir, meta, "split." + name + ".valid", opt,
+      s.valid = map_listed<NodeId>(dir, meta, "split." + name + ".valid", opt,
                              counts.at("valid").get<std::uint64_t>(), 1);
-      s.test = load<NodeId>(dir, meta, "split." + name + ".test", opt,
+      s.test = map_listed<NodeId>(dir, meta, "split." + name + ".test", opt,
                             counts.at("test").get<std::uint64_t>(), 1);
       d.splits.push_back(std::move(s));
     }
     d.reorder = meta.value("reorder", "none");
-    d.original_ids = load<NodeId>(dir, meta, "original_ids", opt, std::uint64_t(n), 1, false);
+    d.original_ids = map_listed<NodeId>(dir, meta, "original_ids", opt, std::uint64_t(n), 1, false);
     return d;
   } catch (const json::exception& e) {
     throw_input(metap, 0, std::string("malformed: ") + e.what());
@@ -277,15 +295,15 @@ TemporalDataset read_temporal_dataset(const fs::path& dir, const ReadOptions& op
     d.num_nodes = meta.at("nodes").get<std::int64_t>();
     d.num_users = meta.value("users", std::int64_t(0));
     const auto e = meta.at("events").get<std::uint64_t>();
-    d.src = load<NodeId>(dir, meta, "events.src", opt, e, 1);
-    d.dst = load<NodeId>(dir, meta, "events.dst", opt, e, 1);
-    d.time = load<double>(dir, meta, "events.time", opt, e, 1);
-    d.weight = load<float>(dir, meta, "events.weight", opt, e, 1, false);
+    d.src = map_listed<NodeId>(dir, meta, "events.src", opt, e, 1);
+    d.dst = map_listed<NodeId>(dir, meta, "events.dst", opt, e, 1);
+    d.time = map_listed<double>(dir, meta, "events.time", opt, e, 1);
+    d.weight = map_listed<float>(dir, meta, "events.weight", opt, e, 1, false);
     d.edge_feature_dim = meta.value("edge_features", std::int64_t(0));
     if (d.edge_feature_dim > 0)
-      d.edge_features = load<float>(dir, meta, "events.features", opt, e,
+      d.edge_features = map_listed<float>(dir, meta, "events.features", opt, e,
                                     std::uint64_t(d.edge_feature_dim));
-    d.labels = load<std::int32_t>(dir, meta, "events.labels", opt, e, 1, false);
+    d.labels = map_listed<std::int32_t>(dir, meta, "events.labels", opt, e, 1, false);
     return d;
   } catch (const json::exception& ex) {
     throw_input(metap, 0, std::string("malformed: ") + ex.what());

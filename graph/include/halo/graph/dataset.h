@@ -65,18 +65,13 @@ struct TemporalDataset {
   std::int64_t num_events() const { return std::int64_t(src.size()); }
 };
 
-// Builds a dataset directory under a temporary name next to its destination; commit() writes
-// meta.json and renames it into place. Destroyed uncommitted, it removes everything it wrote,
-// so a failed conversion leaves nothing behind.
-class DatasetWriter {
+// A directory of array files plus the meta.json that lists them (file, dtype, shape, CRC-32)
+// and a fingerprint over all of them. A dataset is one ArrayDir; a partition is one per part.
+class ArrayDir {
  public:
-  // Throws ParamError when dir exists and !overwrite.
-  DatasetWriter(const std::filesystem::path& dir, bool overwrite);
-  ~DatasetWriter();
-  DatasetWriter(const DatasetWriter&) = delete;
-  DatasetWriter& operator=(const DatasetWriter&) = delete;
-
-  const std::filesystem::path& staging_dir() const { return staging_.path(); }
+  // Creates dir (and parents) if needed.
+  explicit ArrayDir(std::filesystem::path dir);
+  const std::filesystem::path& path() const { return dir_; }
   // Writes array `name` (file name.bin) and records it for meta.json.
   template <class T>
   void put(const std::string& name, const T* data, std::uint64_t rows, std::uint64_t cols = 1);
@@ -84,16 +79,49 @@ class DatasetWriter {
   void put(const std::string& name, const Array<T>& a, std::uint64_t cols = 1) {
     put(name, a.data(), cols ? a.size() / cols : 0, cols);
   }
+  template <class T>
+  void put(const std::string& name, const std::vector<T>& v, std::uint64_t cols = 1) {
+    put(name, v.data(), cols ? v.size() / cols : 0, cols);
+  }
   // Starts an array filled row by row (large features); call record() with its finish().
   std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype,
                                         std::uint64_t rows, std::uint64_t cols);
   void record(const std::string& name, const ArrayInfo& info);
+  // Writes meta.json = meta + {"format", "version", "arrays", "fingerprint"}; returns the
+  // fingerprint (hex CRC-32 over the sorted array names and checksums).
+  std::string write_meta(nlohmann::json meta, const std::string& format, int version);
+
+ private:
+  std::filesystem::path dir_;
+  std::map<std::string, ArrayInfo> arrays_;
+};
+
+// Builds a dataset directory under a temporary name next to its destination; commit() writes
+// meta.json and renames it into place. Destroyed uncommitted, it removes everything it wrote,
+// so a failed conversion leaves nothing behind.
+class DatasetWriter {
+ public:
+  // Throws ParamError when dir exists and !overwrite.
+  DatasetWriter(const std::filesystem::path& dir, bool overwrite);
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+  const std::filesystem::path& staging_dir() const { return staging_.path(); }
+  template <class T, class... Rest>
+  void put(const std::string& name, const T& data, Rest... rest) {
+    arrays_.put(name, data, rest...);
+  }
+  std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype,
+                                        std::uint64_t rows, std::uint64_t cols) {
+    return arrays_.open(name, dtype, rows, cols);
+  }
+  void record(const std::string& name, const ArrayInfo& info) { arrays_.record(name, info); }
   // Writes meta.json (meta + the array table + fingerprint) and renames into place.
   void commit(nlohmann::json meta);
 
  private:
   StagingDir staging_;
-  std::map<std::string, ArrayInfo> arrays_;
+  ArrayDir arrays_;
 };
 
 // Writes a whole in-memory dataset (used by generators and tests).
@@ -113,6 +141,18 @@ GraphDataset read_graph_dataset(const std::filesystem::path& dir, const ReadOpti
 TemporalDataset read_temporal_dataset(const std::filesystem::path& dir, const ReadOptions& = {});
 // meta.json of a dataset, parsed.
 nlohmann::json read_dataset_meta(const std::filesystem::path& dir);
+
+// DIR/meta.json parsed, checked to have "format": format and "version": version.
+nlohmann::json read_meta(const std::filesystem::path& dir, const std::string& format,
+                         int version);
+
+inline constexpr std::uint64_t kAnyShape = ~0ull;
+// Maps array `name` listed in meta["arrays"] of dir, checking it against the listed checksum
+// and the expected shape (kAnyShape = any). Missing and !required gives an empty Array.
+template <class T>
+Array<T> map_listed(const std::filesystem::path& dir, const nlohmann::json& meta,
+                    const std::string& name, const ReadOptions& opt, std::uint64_t rows,
+                    std::uint64_t cols, bool required = true);
 
 // Meta fields describing a graph dataset (counts, labels, splits): written by
 // write_graph_dataset and by the streaming converters alike.
