@@ -1,7 +1,12 @@
 // METIS graph reader (format of the METIS 5 manual, section 4.1.1). Strict: the header must
 // match the body, the adjacency must be symmetric with equal weights both ways, and no vertex
 // may list itself or a neighbour twice, because METIS itself rejects such files.
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -113,6 +118,58 @@ GraphDataset read_metis(const std::filesystem::path& path) {
   d.ncon = int(ncon);
   if (ncon > 0) d.node_weights = Array<std::int32_t>(std::move(vwgt));
   return d;
+}
+
+void write_metis(const std::filesystem::path& path, const CsrView& g, const std::int32_t* vwgt,
+                 int ncon) {
+  const std::filesystem::path tmp = path.string() + ".halo-tmp-" + std::to_string(getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw_system(tmp, "cannot create");
+  struct Guard {
+    std::FILE*& f;
+    const std::filesystem::path& tmp;
+    bool done = false;
+    ~Guard() {
+      if (f) std::fclose(f);
+      if (!done) std::remove(tmp.c_str());
+    }
+  } guard{f, tmp};
+  const bool ew = g.values != nullptr;
+  std::string fmt = ncon > 0 ? (ew ? " 011" : " 010") : (ew ? " 001" : "");
+  if (ncon > 1) {
+    fmt += ' ';
+    fmt += std::to_string(ncon);
+  }
+  std::fprintf(f, "%lld %lld%s\n", (long long)g.num_nodes, (long long)(g.num_edges() / 2), fmt.c_str());
+  std::vector<char> buf(1 << 20);
+  std::size_t used = 0;
+  auto flush = [&] {
+    if (used && std::fwrite(buf.data(), 1, used, f) != used) throw_system(tmp, "write failed");
+    used = 0;
+  };
+  auto put = [&](std::int64_t v, char sep) {
+    if (used + 24 > buf.size()) flush();
+    used = std::size_t(std::to_chars(buf.data() + used, buf.data() + buf.size(), v).ptr - buf.data());
+    buf[used++] = sep;
+  };
+  for (std::int64_t u = 0; u < g.num_nodes; ++u) {
+    for (int c = 0; c < ncon; ++c) put(vwgt[u * ncon + c], ' ');
+    for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e) {
+      put(g.indices[e] + 1, ' ');
+      if (ew) put(std::max<std::int64_t>(1, std::llround(g.values[e])), ' ');
+    }
+    if (used + 1 > buf.size()) flush();
+    if (used > 0 && buf[used - 1] == ' ') --used;
+    buf[used++] = '\n';
+  }
+  flush();
+  if (std::fclose(f) != 0) {
+    f = nullptr;
+    throw_system(tmp, "close failed");
+  }
+  f = nullptr;
+  std::filesystem::rename(tmp, path);
+  guard.done = true;
 }
 
 }  // namespace halo

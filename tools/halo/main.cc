@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   reg(add_convert);
   reg(add_info);
   reg(add_generate);
+  reg(add_partition);
+  reg(add_export);
   reg(add_version);
   try {
     app.parse(argc, argv);

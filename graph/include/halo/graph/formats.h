@@ -30,6 +30,12 @@ bool is_temporal(Format f);
 // Checks the body against the header and that the adjacency is symmetric.
 GraphDataset read_metis(const std::filesystem::path& path);
 
+// Writes g as a METIS graph file (1-based ids, as gpmetis reads it): vertex weights when
+// ncon > 0 (vwgt is n x ncon), integer edge weights when g has values. g must be symmetric.
+// Written under a temporary name and renamed, like every output.
+void write_metis(const std::filesystem::path& path, const CsrView& g, const std::int32_t* vwgt,
+                 int ncon);
+
 // ---- edge lists --------------------------------------------------------------------------
 struct EdgeListOptions {
   bool one_based = false;      // ids in the file start at 1

@@ -1,0 +1,69 @@
+// `halo partition DATASET -k K -o PARTS`: cut a dataset into K parts with halo plans.
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "commands.h"
+#include "halo/graph/error.h"
+#include "halo/partition/parts.h"
+
+namespace halo::cli {
+
+Action add_partition(CLI::App& app) {
+  struct Args {
+    std::string dataset, output, weights, assignment;
+    PartitionOptions opt;
+    bool force = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("partition", "Partition a dataset into K parts with halo plans");
+  cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
+  cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
+  cmd->add_option("-o,--output", a->output, "Directory to create")->required();
+  cmd->add_option("--method", a->opt.method, "metis|fennel|random|contiguous")->capture_default_str();
+  cmd->add_option("--objective", a->opt.objective, "METIS objective: cut|vol")->capture_default_str();
+  cmd->add_option("--balance", a->opt.balance,
+                  "Balance constraints, comma separated: nodes, edges, train, weights")
+      ->capture_default_str();
+  cmd->add_option("--ptype", a->opt.ptype, "METIS scheme: auto (rb for K=2, else kway)|kway|rb")
+      ->capture_default_str();
+  cmd->add_option("--part-weights", a->weights, "Target share of each part, e.g. 2,1,1");
+  cmd->add_option("--ufactor", a->opt.ufactor, "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
+  cmd->add_flag("--contiguous", a->opt.contiguous, "METIS: make every part contiguous");
+  cmd->add_option("--passes", a->opt.passes, "Fennel: streaming passes")->capture_default_str();
+  cmd->add_option("--seed", a->opt.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--split", a->opt.split, "Split whose train nodes --balance train uses (default: first)");
+  cmd->add_option("--assignment-out", a->assignment, "Write one part id per line (gpmetis .part.K format)");
+  cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
+  cmd->add_flag("--json", a->json, "Print the report as JSON");
+  return [a] {
+    if (!a->weights.empty()) {
+      std::stringstream ss(a->weights);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        try {
+          std::size_t used = 0;
+          a->opt.part_weights.push_back(std::stod(item, &used));
+          if (used != item.size()) throw std::invalid_argument(item);
+        } catch (const std::exception&) {
+          throw ParamError("--part-weights: '" + item + "' is not a number");
+        }
+      }
+    }
+    const nlohmann::json meta =
+        partition_dataset(a->dataset, a->output, a->opt, a->force, a->assignment);
+    if (a->json) {
+      nlohmann::json shown = meta;
+      shown.erase("arrays");
+      std::printf("%s\n", shown.dump(2).c_str());
+    } else {
+      std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, a->opt.method.c_str(),
+                  format_quality(meta).c_str());
+    }
+    print_footer("partition: " + std::to_string(a->opt.k) + " parts -> " + a->output,
+                 meta["seconds"]["total"].get<double>());
+    return 0;
+  };
+}
+
+}  // namespace halo::cli
