@@ -92,6 +92,33 @@ TEST(Cli, UnknownFlagsAndFormatsAreRejected) {
   EXPECT_EQ(run("--help", t).code, 0);
 }
 
+TEST(Cli, PartitionReportsAndInfoReadsItBack) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  const Result p = run("partition " + (t / "cora").string() + " -k 2 -o " + (t / "parts").string() +
+                           " --assignment-out " + (t / "cora.part.2").string(), t);
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("edge cut"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("peak memory"), std::string::npos) << p.err;
+  EXPECT_TRUE(fs::exists(t / "cora.part.2"));
+  const auto j = nlohmann::json::parse(run("info --json " + (t / "parts").string(), t).out);
+  EXPECT_EQ(j["k"], 2);
+  EXPECT_EQ(j["parts"].size(), 2u);
+  EXPECT_GT(j["edge_cut"].get<int>(), 0);
+}
+
+TEST(Cli, PartitionBadParametersAreOneLine) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  for (const std::string args : {"-k 0", "-k 99999", "-k 2 --method spectral", "-k 2 --balance colour",
+                                 "-k 3 --part-weights 1,x,1"}) {
+    const Result r = run("partition " + (t / "cora").string() + " -o " + (t / "parts").string() + " " + args, t);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_FALSE(fs::exists(t / "parts")) << args;
+  }
+}
+
 TEST(Cli, TemporalConvertAndInfo) {
   TempDir t;
   ASSERT_EQ(run("convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + (t / "uci").string(), t).code, 0);

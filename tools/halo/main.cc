@@ -13,6 +13,7 @@
 namespace halo::cli {
 
 void print_footer(const std::string& what, double seconds) {
+  std::fflush(stdout);  // keep the report above the footer when both go to one terminal
   std::fprintf(stderr, "%s in %.2f s, peak memory %s\n", what.c_str(), seconds,
                format_bytes(peak_rss_bytes()).c_str());
 }
