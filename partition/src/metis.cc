@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "halo/graph/algorithms.h"
 #include "halo/graph/error.h"
 #include "halo/partition/partition.h"
 
@@ -20,6 +21,13 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
     throw ParamError("graph has " + std::to_string(g.num_edges()) +
                      " stored edges, more than METIS's 32-bit idx_t can index; use --method fennel");
   if (d.directed) throw ParamError("METIS needs an undirected graph (convert without --directed)");
+  if (o.contiguous) {  // METIS would print its own message and fail with METIS_ERROR
+    std::int64_t components = 0;
+    connected_components(g, false, &components);
+    if (components > 1)
+      throw ParamError("--contiguous needs a connected graph; this one has " +
+                       std::to_string(components) + " connected components");
+  }
 
   // Vertex weights: one constraint per --balance key.
   std::vector<std::string> keys;

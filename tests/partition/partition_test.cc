@@ -9,6 +9,7 @@
 #include <set>
 
 #include "../test_util.h"
+#include "halo/graph/algorithms.h"
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
 #include "halo/partition/parts.h"
@@ -284,6 +285,44 @@ TEST(Partition, MultiConstraintBalancesTrainingNodes) {
   o.balance = "nodes,edges";
   const auto edges = measure_partition(d.graph.view(), false, partition_nodes(d, o), 4, s, {});
   EXPECT_LE(edges.edge_balance, 1.05);
+}
+
+TEST(Partition, VolumeObjectiveAndContiguousParts) {
+  const GraphDataset d = read_graph_dataset(dataset("4elt"));
+  PartitionOptions o;
+  o.k = 8;
+  o.objective = "vol";
+  const auto owner = partition_nodes(d, o);
+  const auto q = measure_partition(d.graph.view(), false, owner, 8, nullptr, {});
+  const auto [cut, vol] = naive_quality(d.graph.view(), owner);
+  EXPECT_EQ(q.comm_volume, vol);
+  EXPECT_LE(q.node_balance, 1.031);
+  // Every part induces a connected subgraph with --contiguous.
+  o.objective = "cut";
+  o.contiguous = true;
+  const auto contig = partition_nodes(d, o);
+  for (PartId p = 0; p < 8; ++p) {
+    EdgeList el;
+    el.num_nodes = d.num_nodes();
+    const CsrView g = d.graph.view();
+    std::int64_t members = 0;
+    for (NodeId u = 0; u < g.num_nodes; ++u) {
+      if (contig[std::size_t(u)] != p) continue;
+      ++members;
+      for (const NodeId* v = g.begin(u); v != g.end(u); ++v)
+        if (contig[std::size_t(*v)] == p) {
+          el.src.push_back(u);
+          el.dst.push_back(*v);
+        }
+    }
+    std::int64_t comps = 0;
+    connected_components(build_csr(std::move(el)).view(), false, &comps);
+    EXPECT_EQ(comps - (d.num_nodes() - members), 1) << "part " << p;  // other nodes are isolated
+  }
+  // Cora has 78 components: contiguity is impossible and said so.
+  const GraphDataset cora = read_graph_dataset(dataset("cora"));
+  o.k = 4;
+  EXPECT_THROW(partition_nodes(cora, o), ParamError);
 }
 
 TEST(Partition, AssignmentFileIsOnePartPerLine) {
