@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev                    # gzip readers / writers
   nlohmann-json3-dev            # meta.json, JSON logs
   libcli11-dev                  # command line
+  libopenblas-openmp-dev        # GEMM in the CPU backend (OpenMP threading, like halo)
 )
 
 missing=()

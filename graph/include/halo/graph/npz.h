@@ -105,4 +105,11 @@ std::vector<T> read_all_as(const NpzReader& r, const std::string& key);
 // Converts an IEEE binary16 value (bit pattern) to float, exactly.
 float half_to_float(std::uint16_t bits);
 
+// Writes a NumPy .npy file (format 1.0, C order, little-endian) of rows x cols values of T
+// (int64 or float32); cols == 0 writes a 1-D array of rows values. Written to a temporary name
+// and renamed, like every output.
+template <class T>
+void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows,
+               std::uint64_t cols);
+
 }  // namespace halo

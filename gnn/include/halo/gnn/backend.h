@@ -1,0 +1,95 @@
+// The Backend: every kernel a layer needs, behind one interface with a CPU (OpenMP + OpenBLAS)
+// implementation and, with the GPU issue, a CUDA one in sibling files. Layers are written once
+// against it. Every op states shapes, aliasing and determinism in its comment; ops are
+// deterministic for a fixed thread count (no atomics, fixed reduction orders).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "halo/gnn/matrix.h"
+#include "halo/gnn/rng.h"
+#include "halo/graph/types.h"
+
+namespace halo {
+
+// A CSR operator with values, rows x cols (e.g. the normalised adjacency restricted to owned
+// rows, over owned + halo columns).
+struct SparseView {
+  std::int64_t rows = 0, cols = 0;
+  const EdgeId* offsets = nullptr;
+  const NodeId* indices = nullptr;
+  const float* values = nullptr;
+  EdgeId nnz() const { return rows ? offsets[rows] : 0; }
+};
+
+struct AdamStep {
+  float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 0.f;  // L2 added to the gradient, as torch.optim.Adam does
+  std::int64_t step = 1;     // 1-based, for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual const char* name() const = 0;
+
+  // Y = A X. A: r x k, X: k x f, Y: r x f (overwritten). Y must not alias X.
+  virtual void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
+  // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb. C must not alias A or B.
+  virtual void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                    float beta, const MatrixView& C) = 0;
+  // Y[r, :] += b for every row.
+  virtual void add_bias(const MatrixView& Y, const float* b) = 0;
+  // out[c] = sum over rows of X[r, c] (overwrites out; fixed summation order).
+  virtual void column_sums(const MatrixView& X, float* out) = 0;
+  // Y = max(Y, 0) in place.
+  virtual void relu(const MatrixView& Y) = 0;
+  // dY[r, c] = 0 where Y[r, c] <= 0 (Y is relu's output).
+  virtual void relu_backward(const MatrixView& Y, const MatrixView& dY) = 0;
+  // Y[r, c] *= keep / (1 - p), keep = philox_uniform(key, id(r), c) >= p, id(r) = row_ids[r]
+  // (global node id) or r when row_ids is null. Applying it to dY is its backward.
+  virtual void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) = 0;
+  // Partial column sums of X and X^2 in double (reduced across ranks for batch norm).
+  virtual void column_moments(const MatrixView& X, double* sum, double* sumsq) = 0;
+  // xhat = (X - mean) * inv_std; Y = xhat * gamma + beta. xhat may be null (inference).
+  virtual void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                const float* gamma, const float* beta, const MatrixView* xhat,
+                                const MatrixView& Y) = 0;
+  // Partial sums over rows of dY and dY * xhat, in double.
+  virtual void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                                    double* sum_dy_xhat) = 0;
+  // dX = gamma * inv_std * (dY - mean_dy - xhat * mean_dy_xhat); dX may alias dY.
+  virtual void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                                   const float* inv_std, const float* mean_dy,
+                                   const float* mean_dy_xhat, const MatrixView& dX) = 0;
+  // Softmax cross-entropy over the listed rows with int labels (rows labelled -1 skipped):
+  // returns the summed loss; dlogits (all rows) = (softmax - onehot) / denom on listed rows,
+  // 0 elsewhere. Also returns through *counted the number of rows that had a label.
+  virtual double softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                              const NodeId* rows, std::int64_t nrows, double denom,
+                              const MatrixView& dlogits, std::int64_t* counted) = 0;
+  // Binary cross-entropy with logits over listed rows, labels rows x tasks (0/1, -1 missing):
+  // returns the summed loss over labelled entries; dlogits = (sigmoid - y) / denom there.
+  virtual double bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                            const NodeId* rows, std::int64_t nrows, double denom,
+                            const MatrixView& dlogits, std::int64_t* counted) = 0;
+  // One Adam step on n parameters (p, m, v updated in place).
+  virtual void adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                    const AdamStep& s) = 0;
+  // dst[i, :] = src[idx[i], :] for i < n.
+  virtual void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                           const MatrixView& dst) = 0;
+  // dst[idx[i], :] += src[i, :] for i < n, in order (idx may repeat).
+  virtual void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                const MatrixView& dst) = 0;
+  // dst = src (same shape); fill X with v.
+  virtual void copy(const MatrixView& src, const MatrixView& dst) = 0;
+  virtual void fill(const MatrixView& X, float v) = 0;
+};
+
+// The CPU backend (process-wide; thread count from OpenMP).
+Backend& cpu_backend();
+
+}  // namespace halo

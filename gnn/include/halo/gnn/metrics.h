@@ -1,0 +1,30 @@
+// Evaluation with OGB's Evaluator semantics: accuracy over labelled rows only (-1 = missing is
+// masked out); ROC-AUC computed per task over the rows labelled for it and averaged over the
+// tasks that have both classes present (ogbn-proteins).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "halo/gnn/matrix.h"
+#include "halo/graph/types.h"
+
+namespace halo {
+
+struct Counts {
+  std::int64_t correct = 0, total = 0;
+  double value() const { return total ? double(correct) / double(total) : 0.0; }
+};
+
+// Argmax of each listed row against its label; rows labelled -1 are not counted.
+Counts accuracy_counts(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                       std::int64_t nrows);
+
+// Mean ROC-AUC over tasks with both classes among the labelled rows; scores and labels are
+// n x tasks, labels 0/1 or -1 (missing). Ties get the average rank. 0 when no task qualifies.
+double rocauc(const float* scores, const std::int32_t* labels, std::int64_t n, std::int64_t tasks);
+
+// Index of the largest value in each row (the first on ties).
+std::vector<std::int64_t> argmax_rows(const MatrixView& logits);
+
+}  // namespace halo

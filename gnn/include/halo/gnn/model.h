@@ -1,0 +1,89 @@
+// GNN models written once against the Backend: a stack of GCN or GraphSAGE-mean layers with
+// optional batch norm, ReLU and dropout between them, explicit backward, and parameters that an
+// optimiser steps. A layer sees its input rows as [owned | halo]: the Exchanger (nothing in a
+// single process, MPI or NCCL in the runtime) fills the halo rows before aggregation and sends
+// their gradients back to their owners after it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halo/gnn/backend.h"
+#include "halo/gnn/graph_op.h"
+
+namespace halo {
+
+struct ModelConfig {
+  std::string kind = "gcn";  // gcn | sage
+  int layers = 2;
+  std::int64_t in = 0, hidden = 16, out = 0;
+  float dropout = 0.5f;
+  bool input_dropout = false;  // dropout on the input features too (Kipf & Welling)
+  bool batch_norm = false;     // between layers
+  float bn_momentum = 0.1f, bn_eps = 1e-5f;
+  // Throws ParamError for impossible values.
+  void check() const;
+};
+
+struct Param {
+  std::string name;
+  Matrix value, grad;
+  Matrix m, v;              // Adam moments
+  float weight_decay = 0;   // per parameter (Planetoid's GCN decays only the first layer)
+};
+
+// Moves rows between ranks. forward: rows [owned, rows) of `all` receive their owners' values.
+// backward: rows [owned, rows) of `all` are added into their owners' rows (remotely) and zeroed.
+// Collective: every rank calls it at the same point with the same width.
+class Exchanger {
+ public:
+  virtual ~Exchanger() = default;
+  virtual void forward(const MatrixView& all) = 0;
+  virtual void backward(const MatrixView& all) = 0;
+  // Sums partial double sums across ranks (batch-norm statistics), in place.
+  virtual void allreduce(double* data, std::int64_t n) = 0;
+};
+
+// The graph as a layer sees it.
+struct GraphContext {
+  std::int64_t owned = 0, all = 0;  // rows of a layer's output, and of its input with halo
+  const GraphOperator* gcn = nullptr;
+  const GraphOperator* mean = nullptr;
+  const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks
+  std::int64_t global_nodes = 0;       // batch-norm statistics are over all nodes
+  Exchanger* exchange = nullptr;       // null when all == owned
+};
+
+class Model {
+ public:
+  // Weights drawn with Glorot-uniform from Philox keyed by (seed, layer): the same weights on
+  // any backend and rank count.
+  Model(const ModelConfig& config, std::uint64_t seed);
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  // Logits for the owned rows from the owned rows of X (owned x in). training: dropout keyed by
+  // (seed, epoch, layer) and batch statistics; otherwise running statistics and no dropout.
+  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
+                     std::uint64_t seed, std::int64_t epoch);
+  // Gradients of every parameter from d(loss)/d(logits) (owned x out). Call after a training
+  // forward. Overwrites the grads.
+  void backward(Backend& be, const GraphContext& g, const MatrixView& dlogits);
+  std::vector<Param*> params();
+  // Non-trained state a checkpoint must keep (batch-norm running statistics), by name.
+  std::vector<std::pair<std::string, std::vector<float>*>> buffers();
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  struct Layer;
+  ModelConfig config_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  Matrix x_drop_;  // the input features after input dropout
+  std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
+  std::int64_t last_epoch_ = 0;
+};
+
+}  // namespace halo

@@ -1,0 +1,305 @@
+// CPU kernels other than SpMM. GEMM goes to OpenBLAS (OpenMP build, so it shares halo's thread
+// pool); everything else is plain loops, parallel over rows, with reductions done per block and
+// combined in a fixed order so results do not depend on scheduling.
+#include "cpu_backend.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace halo {
+namespace {
+
+constexpr std::int64_t kBlock = 256;  // rows per reduction block
+
+// Column reduction over row blocks: per-block partials combined in block order.
+template <class Fn>
+void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* const* out, Fn&& fn) {
+  const std::int64_t blocks = (rows + kBlock - 1) / kBlock;
+  std::vector<double> part(std::size_t(blocks * cols * outputs), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    double* acc = part.data() + b * cols * outputs;
+    for (std::int64_t r = b * kBlock; r < std::min(rows, (b + 1) * kBlock); ++r) fn(r, acc);
+  }
+  for (int o = 0; o < outputs; ++o) std::fill(out[o], out[o] + cols, 0.0);
+  for (std::int64_t b = 0; b < blocks; ++b)
+    for (int o = 0; o < outputs; ++o)
+      for (std::int64_t c = 0; c < cols; ++c) out[o][c] += part[std::size_t((b * outputs + o) * cols + c)];
+}
+
+}  // namespace
+
+void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                      float beta, const MatrixView& C) {
+  const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (beta == 0) fill(C, 0);
+    else for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              blasint(m), blasint(n), blasint(k), alpha, A.data, blasint(A.cols), B.data,
+              blasint(B.cols), beta, C.data, blasint(C.cols));
+}
+
+void CpuBackend::add_bias(const MatrixView& Y, const float* b) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < Y.rows; ++r) {
+    float* y = Y.row(r);
+#pragma omp simd
+    for (std::int64_t c = 0; c < Y.cols; ++c) y[c] += b[c];
+  }
+}
+
+void CpuBackend::column_sums(const MatrixView& X, float* out) {
+  std::vector<double> s(std::size_t(X.cols));
+  double* outs[1] = {s.data()};
+  reduce_columns(X.rows, X.cols, 1, outs, [&](std::int64_t r, double* acc) {
+    const float* x = X.row(r);
+    for (std::int64_t c = 0; c < X.cols; ++c) acc[c] += x[c];
+  });
+  for (std::int64_t c = 0; c < X.cols; ++c) out[c] = float(s[std::size_t(c)]);
+}
+
+void CpuBackend::relu(const MatrixView& Y) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < Y.size(); ++i) Y.data[i] = std::max(Y.data[i], 0.f);
+}
+
+void CpuBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < Y.size(); ++i)
+    if (Y.data[i] <= 0.f) dY.data[i] = 0.f;
+}
+
+// Philox on 8 counters at once with AVX2 (the dropout hot loop); the same numbers as 8 calls of
+// philox4x32. _mm256_mul_epu32 multiplies the even 32-bit lanes, so odd lanes are shifted down,
+// multiplied, and the high/low halves re-interleaved with blends.
+#if defined(__AVX2__)
+namespace {
+inline void philox_x8(PhiloxKey key, __m256i& c0, __m256i& c1, __m256i& c2, __m256i& c3) {
+  const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)), m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
+  std::uint32_t k0 = key.k0, k1 = key.k1;
+  for (int round = 0; round < 10; ++round) {
+    const __m256i p0e = _mm256_mul_epu32(c0, m0), p0o = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+    const __m256i p1e = _mm256_mul_epu32(c2, m1), p1o = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+    const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(p0e, 32), p0o, 0xAA);
+    const __m256i lo0 = _mm256_blend_epi32(p0e, _mm256_slli_epi64(p0o, 32), 0xAA);
+    const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(p1e, 32), p1o, 0xAA);
+    const __m256i lo1 = _mm256_blend_epi32(p1e, _mm256_slli_epi64(p1o, 32), 0xAA);
+    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(int(k0)));
+    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(int(k1)));
+    c1 = lo1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+}  // namespace
+#endif
+
+void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+  if (p <= 0.f) return;
+  const float scale = 1.f / (1.f - p);
+  // Keep iff the 24-bit uniform >= p, i.e. (word >> 8) >= ceil(p * 2^24): integer compare.
+  const std::uint32_t threshold = std::uint32_t(std::ceil(double(p) * 16777216.0));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < Y.rows; ++r) {
+    const std::uint64_t id = row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r);
+    float* y = Y.row(r);
+    std::int64_t c = 0;
+#if defined(__AVX2__)
+    alignas(32) std::uint32_t w[4][8];
+    for (; c + 32 <= Y.cols; c += 32) {  // 8 Philox blocks = 32 columns
+      __m256i c0 = _mm256_set1_epi32(int(std::uint32_t(id))), c1 = _mm256_set1_epi32(int(std::uint32_t(id >> 32)));
+      __m256i c2 = _mm256_add_epi32(_mm256_set1_epi32(int(c / 4)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      __m256i c3 = _mm256_setzero_si256();
+      philox_x8(key, c0, c1, c2, c3);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(w[0]), c0);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(w[1]), c1);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(w[2]), c2);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(w[3]), c3);
+      for (int k = 0; k < 32; ++k) y[c + k] = (w[k & 3][k >> 2] >> 8) >= threshold ? y[c + k] * scale : 0.f;
+    }
+#endif
+    for (; c < Y.cols; c += 4) {  // the tail (or everything without AVX2)
+      std::uint32_t w4[4] = {std::uint32_t(id), std::uint32_t(id >> 32), std::uint32_t(c / 4), 0};
+      philox4x32(key, w4);
+      for (std::int64_t k = c; k < std::min(Y.cols, c + 4); ++k)
+        y[k] = (w4[k - c] >> 8) >= threshold ? y[k] * scale : 0.f;
+    }
+  }
+}
+
+void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
+  double* outs[2] = {sum, sumsq};
+  const std::int64_t cols = X.cols;
+  reduce_columns(X.rows, cols, 2, outs, [&](std::int64_t r, double* acc) {
+    const float* x = X.row(r);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      acc[c] += x[c];
+      acc[cols + c] += double(x[c]) * x[c];
+    }
+  });
+}
+
+void CpuBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                  const float* gamma, const float* beta, const MatrixView* xhat,
+                                  const MatrixView& Y) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < X.rows; ++r) {
+    const float* x = X.row(r);
+    float* y = Y.row(r);
+    float* h = xhat ? xhat->row(r) : nullptr;
+    for (std::int64_t c = 0; c < X.cols; ++c) {
+      const float n = (x[c] - mean[c]) * inv_std[c];
+      if (h) h[c] = n;
+      y[c] = n * gamma[c] + beta[c];
+    }
+  }
+}
+
+void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                                      double* sum_dy_xhat) {
+  double* outs[2] = {sum_dy, sum_dy_xhat};
+  const std::int64_t cols = dY.cols;
+  reduce_columns(dY.rows, cols, 2, outs, [&](std::int64_t r, double* acc) {
+    const float* d = dY.row(r);
+    const float* h = xhat.row(r);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      acc[c] += d[c];
+      acc[cols + c] += double(d[c]) * h[c];
+    }
+  });
+}
+
+void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                                     const float* inv_std, const float* mean_dy,
+                                     const float* mean_dy_xhat, const MatrixView& dX) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < dY.rows; ++r) {
+    const float* d = dY.row(r);
+    const float* h = xhat.row(r);
+    float* o = dX.row(r);
+    for (std::int64_t c = 0; c < dY.cols; ++c)
+      o[c] = gamma[c] * inv_std[c] * (d[c] - mean_dy[c] - h[c] * mean_dy_xhat[c]);
+  }
+}
+
+double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                                std::int64_t nrows, double denom, const MatrixView& dlogits,
+                                std::int64_t* counted) {
+  fill(dlogits, 0.f);
+  std::vector<double> loss(std::size_t(nrows), 0.0);
+  const std::int64_t k = logits.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    const NodeId r = rows[i];
+    const std::int32_t y = labels[r];
+    if (y < 0) continue;
+    const float* z = logits.row(r);
+    float mx = z[0];
+    for (std::int64_t c = 1; c < k; ++c) mx = std::max(mx, z[c]);
+    double se = 0;
+    for (std::int64_t c = 0; c < k; ++c) se += std::exp(double(z[c] - mx));
+    const double lse = double(mx) + std::log(se);
+    loss[std::size_t(i)] = lse - z[y];
+    float* g = dlogits.row(r);
+    for (std::int64_t c = 0; c < k; ++c) g[c] = float(std::exp(double(z[c]) - lse) / denom);
+    g[y] -= float(1.0 / denom);
+  }
+  double total = 0;
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < nrows; ++i)
+    if (labels[rows[i]] >= 0) {
+      total += loss[std::size_t(i)];
+      ++n;
+    }
+  if (counted) *counted = n;
+  return total;
+}
+
+double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                              std::int64_t nrows, double denom, const MatrixView& dlogits,
+                              std::int64_t* counted) {
+  fill(dlogits, 0.f);
+  const std::int64_t t = logits.cols;
+  std::vector<double> loss(std::size_t(nrows), 0.0);
+  std::vector<std::int64_t> cnt(std::size_t(nrows), 0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    const NodeId r = rows[i];
+    const float* z = logits.row(r);
+    const std::int32_t* y = labels + std::int64_t(r) * t;
+    float* g = dlogits.row(r);
+    for (std::int64_t c = 0; c < t; ++c) {
+      if (y[c] < 0) continue;
+      const double x = z[c];
+      // log(1 + e^-|x|) + max(x, 0) - x y: stable for any x.
+      loss[std::size_t(i)] += std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y[c];
+      g[c] = float((1.0 / (1.0 + std::exp(-x)) - y[c]) / denom);
+      ++cnt[std::size_t(i)];
+    }
+  }
+  double total = 0;
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    total += loss[std::size_t(i)];
+    n += cnt[std::size_t(i)];
+  }
+  if (counted) *counted = n;
+  return total;
+}
+
+void CpuBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {
+  const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
+  const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
+  const float step_size = float(double(s.lr) / bc1);
+  const float bc2_sqrt = float(std::sqrt(bc2));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + s.weight_decay * p[i];
+    m[i] = s.beta1 * m[i] + (1.f - s.beta1) * gi;
+    v[i] = s.beta2 * v[i] + (1.f - s.beta2) * gi * gi;
+    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + s.eps);
+  }
+}
+
+void CpuBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                             const MatrixView& dst) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    std::memcpy(dst.row(i), src.row(idx[i]), sizeof(float) * std::size_t(src.cols));
+}
+
+void CpuBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                  const MatrixView& dst) {
+  for (std::int64_t i = 0; i < n; ++i) {  // sequential: idx may repeat, order fixed
+    float* d = dst.row(idx[i]);
+    const float* s = src.row(i);
+    for (std::int64_t c = 0; c < src.cols; ++c) d[c] += s[c];
+  }
+}
+
+void CpuBackend::copy(const MatrixView& src, const MatrixView& dst) {
+  std::memcpy(dst.data, src.data, sizeof(float) * std::size_t(src.size()));
+}
+
+void CpuBackend::fill(const MatrixView& X, float v) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < X.size(); ++i) X.data[i] = v;
+}
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+}  // namespace halo

@@ -1,0 +1,287 @@
+// Model layers: forward and explicit backward against the Backend.
+//
+// GCN layer l (input h: owned x in, output owned x out):
+//   transform first (out < in: fewer columns to aggregate and to exchange):
+//       T = h W (owned rows) -> exchange -> Y = A T + b
+//   aggregate first:
+//       X = [h | halo rows] -> exchange -> Z = A X -> Y = Z W + b
+// SAGE-mean adds a root term h W_root and aggregates with the mean operator.
+// Hidden layers then apply batch norm (optional), ReLU and dropout in place.
+// Backward mirrors it, multiplying by the precomputed transposes and sending halo gradients back.
+#include "halo/gnn/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "halo/graph/error.h"
+
+namespace halo {
+namespace {
+
+void glorot(Param& p, std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream) {
+  p.value = Matrix(in, out);
+  const PhiloxKey key = philox_key(seed, kStreamInit + stream);
+  const float a = float(std::sqrt(6.0 / double(in + out)));
+  for (std::int64_t i = 0; i < in; ++i)
+    for (std::int64_t j = 0; j < out; ++j)
+      p.value.at(i, j) = (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * a;
+}
+
+Param make_param(std::string name, Matrix value) {
+  Param p;
+  p.name = std::move(name);
+  p.grad = Matrix(value.rows(), value.cols());
+  p.m = Matrix(value.rows(), value.cols());
+  p.v = Matrix(value.rows(), value.cols());
+  p.value = std::move(value);
+  return p;
+}
+
+PhiloxKey dropout_key(std::uint64_t seed, std::int64_t epoch, int slot) {
+  return philox_key(seed, kStreamDropout + std::uint64_t(epoch) * 64 + std::uint64_t(slot));
+}
+
+}  // namespace
+
+void ModelConfig::check() const {
+  if (kind != "gcn" && kind != "sage") throw ParamError("unknown --model '" + kind + "' (expected gcn or sage)");
+  if (layers < 1) throw ParamError("--layers must be at least 1");
+  if (hidden < 1) throw ParamError("--hidden must be at least 1");
+  if (in < 1) throw ParamError("the dataset has no node features to train on");
+  if (out < 1) throw ParamError("the dataset has no labels to train on");
+  if (!(dropout >= 0 && dropout < 1)) throw ParamError("--dropout must be in [0, 1)");
+}
+
+struct Model::Layer {
+  int index = 0;
+  bool last = false;
+  bool sage = false;
+  bool transform_first = false;
+  std::int64_t in = 0, out = 0;
+  Param w, b, w_root;  // w_root: SAGE only
+  bool bn = false;
+  Param gamma, beta;
+  std::vector<float> run_mean, run_var, mean, inv_std;
+  // Saved by forward for backward.
+  MatrixView x;   // input (owned x in): the previous layer's output, or the (dropped) features
+  Matrix t_all;   // transform first: h W with halo rows (all x out)
+  Matrix x_all;   // aggregate first with halo rows: [h | halo] (all x in)
+  Matrix z;       // aggregate first: A X (owned x in)
+  Matrix y;       // output (owned x out), after bn / relu / dropout
+  Matrix xhat;    // batch norm
+  // Backward scratch.
+  Matrix d_all, dz, dx;
+
+  void forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
+               float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps);
+  // dy: gradient at this layer's output (modified); returns d(input) (owned x in) unless first.
+  MatrixView backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool need_dx,
+                      float p, std::uint64_t seed, std::int64_t epoch);
+};
+
+void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
+                           float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps) {
+  x = in_rows;
+  const GraphOperator& op = sage ? *g.mean : *g.gcn;
+  y.resize(g.owned, out);
+  if (transform_first) {
+    t_all.resize(g.all, out);
+    be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.view().rows_range(0, g.owned));
+    if (g.exchange) g.exchange->forward(t_all.view());
+    be.spmm(op.fwd.view(), t_all.view(), y.view());
+  } else {
+    MatrixView xa = x;
+    if (g.exchange) {
+      x_all.resize(g.all, in);
+      be.copy(x, x_all.view().rows_range(0, g.owned));
+      g.exchange->forward(x_all.view());
+      xa = x_all.view();
+    }
+    z.resize(g.owned, in);
+    be.spmm(op.fwd.view(), xa, z.view());
+    be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y.view());
+  }
+  if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y.view());
+  be.add_bias(y.view(), b.value.data());
+  if (last) return;
+  if (bn) {
+    const std::size_t c = std::size_t(out);
+    if (training) {
+      std::vector<double> s(2 * c);
+      be.column_moments(y.view(), s.data(), s.data() + c);
+      if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
+      const double n = double(g.global_nodes);
+      for (std::size_t j = 0; j < c; ++j) {
+        const double mu = s[j] / n;
+        const double var = std::max(0.0, s[c + j] / n - mu * mu);
+        mean[j] = float(mu);
+        inv_std[j] = float(1.0 / std::sqrt(var + eps));
+        run_mean[j] = (1 - momentum) * run_mean[j] + momentum * float(mu);
+        run_var[j] = (1 - momentum) * run_var[j] + momentum * float(n > 1 ? var * n / (n - 1) : var);
+      }
+      xhat.resize(g.owned, out);
+      const MatrixView xh = xhat.view();
+      be.batch_norm_apply(y.view(), mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &xh, y.view());
+    } else {
+      std::vector<float> rstd(c);
+      for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
+      be.batch_norm_apply(y.view(), run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, y.view());
+    }
+  }
+  be.relu(y.view());
+  if (training && p > 0) be.dropout(y.view(), p, dropout_key(seed, epoch, index + 1), g.global_ids);
+}
+
+MatrixView Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool need_dx,
+                                  float p, std::uint64_t seed, std::int64_t epoch) {
+  if (!last) {
+    if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+    be.relu_backward(y.view(), dy);  // y is post-dropout: zero where dropped or inactive
+    if (bn) {
+      const std::size_t c = std::size_t(out);
+      std::vector<double> s(2 * c);
+      be.batch_norm_grad_sums(dy, xhat.view(), s.data(), s.data() + c);
+      // The parameters' own gradients stay partial (the trainer sums every gradient across
+      // ranks once); the normalisation below needs the global sums now.
+      for (std::size_t j = 0; j < c; ++j) {
+        beta.grad.data()[j] = float(s[j]);
+        gamma.grad.data()[j] = float(s[c + j]);
+      }
+      if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
+      std::vector<float> mdy(c), mdyx(c);
+      for (std::size_t j = 0; j < c; ++j) {
+        mdy[j] = float(s[j] / double(g.global_nodes));
+        mdyx[j] = float(s[c + j] / double(g.global_nodes));
+      }
+      be.batch_norm_backward(dy, xhat.view(), gamma.value.data(), inv_std.data(), mdy.data(), mdyx.data(), dy);
+    }
+  }
+  be.column_sums(dy, b.grad.data());
+  const GraphOperator& op = sage ? *g.mean : *g.gcn;
+  if (need_dx) dx.resize(g.owned, in);
+  if (sage) {
+    be.gemm(true, false, 1.f, x, dy, 0.f, w_root.grad.view());
+    if (need_dx) be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx.view());
+  }
+  const float keep_dx = sage ? 1.f : 0.f;  // SAGE: add the neighbour term to the root term
+  if (transform_first) {
+    d_all.resize(g.all, out);
+    be.spmm(op.bwd.view(), dy, d_all.view());
+    if (g.exchange) g.exchange->backward(d_all.view());
+    const MatrixView dt = d_all.view().rows_range(0, g.owned);
+    be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
+    if (need_dx) be.gemm(false, true, 1.f, dt, w.value.view(), keep_dx, dx.view());
+  } else {
+    be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
+    if (need_dx) {
+      dz.resize(g.owned, in);
+      be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz.view());
+      d_all.resize(g.all, in);
+      be.spmm(op.bwd.view(), dz.view(), d_all.view());
+      if (g.exchange) g.exchange->backward(d_all.view());
+      const MatrixView own = d_all.view().rows_range(0, g.owned);
+      if (sage) {
+        for (std::int64_t i = 0; i < own.size(); ++i) dx.data()[i] += own.data[i];
+      } else {
+        be.copy(own, dx.view());
+      }
+    }
+  }
+  return dx.view();
+}
+
+Model::Model(const ModelConfig& config, std::uint64_t seed) : config_(config) {
+  config_.check();
+  for (int l = 0; l < config_.layers; ++l) {
+    auto L = std::make_unique<Layer>();
+    L->index = l;
+    L->last = l + 1 == config_.layers;
+    L->sage = config_.kind == "sage";
+    L->in = l == 0 ? config_.in : config_.hidden;
+    L->out = L->last ? config_.out : config_.hidden;
+    L->transform_first = L->out < L->in;
+    const std::string pre = "layer" + std::to_string(l) + ".";
+    Matrix w;
+    {
+      Param tmp;
+      glorot(tmp, L->in, L->out, seed, std::uint64_t(l) * 4);
+      w = std::move(tmp.value);
+    }
+    L->w = make_param(pre + "weight", std::move(w));
+    L->b = make_param(pre + "bias", Matrix(1, L->out));
+    if (L->sage) {
+      Param tmp;
+      glorot(tmp, L->in, L->out, seed, std::uint64_t(l) * 4 + 1);
+      L->w_root = make_param(pre + "root_weight", std::move(tmp.value));
+    }
+    L->bn = config_.batch_norm && !L->last;
+    if (L->bn) {
+      L->gamma = make_param(pre + "bn.weight", Matrix(1, L->out, 1.f));
+      L->beta = make_param(pre + "bn.bias", Matrix(1, L->out));
+      L->run_mean.assign(std::size_t(L->out), 0.f);
+      L->run_var.assign(std::size_t(L->out), 1.f);
+      L->mean.assign(std::size_t(L->out), 0.f);
+      L->inv_std.assign(std::size_t(L->out), 1.f);
+    }
+    layers_.push_back(std::move(L));
+  }
+}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
+                          std::uint64_t seed, std::int64_t epoch) {
+  MatrixView h = x;
+  if (training) {
+    last_seed_ = seed;
+    last_epoch_ = epoch;
+  }
+  if (training && config_.input_dropout && config_.dropout > 0) {
+    x_drop_.resize(x.rows, x.cols);
+    be.copy(x, x_drop_.view());
+    be.dropout(x_drop_.view(), config_.dropout, dropout_key(seed, epoch, 0), g.global_ids);
+    h = x_drop_.view();
+  }
+  for (auto& L : layers_) {
+    L->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps);
+    h = L->y.view();
+  }
+  return h;
+}
+
+void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
+  // The caller's dlogits must survive; the last layer does not modify its incoming gradient.
+  MatrixView d = dlogits;
+  for (int l = int(layers_.size()) - 1; l >= 0; --l) {
+    Layer& L = *layers_[std::size_t(l)];
+    d = L.backward(be, g, d, l > 0, config_.dropout, last_seed_, last_epoch_);
+  }
+}
+
+std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
+  std::vector<std::pair<std::string, std::vector<float>*>> out;
+  for (auto& L : layers_)
+    if (L->bn) {
+      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_mean", &L->run_mean);
+      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_var", &L->run_var);
+    }
+  return out;
+}
+
+std::vector<Param*> Model::params() {
+  std::vector<Param*> out;
+  for (auto& L : layers_) {
+    out.push_back(&L->w);
+    if (L->sage) out.push_back(&L->w_root);
+    out.push_back(&L->b);
+    if (L->bn) {
+      out.push_back(&L->gamma);
+      out.push_back(&L->beta);
+    }
+  }
+  return out;
+}
+
+}  // namespace halo

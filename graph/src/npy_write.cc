@@ -1,0 +1,47 @@
+// The .npy writer (format 1.0): magic, version, header length, a Python dict literal padded
+// with spaces to a 64-byte boundary, then the raw data.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "halo/graph/error.h"
+#include "halo/graph/npz.h"
+
+namespace halo {
+
+template <class T>
+void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows, std::uint64_t cols) {
+  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, float>);
+  const char* descr = std::is_same_v<T, float> ? "<f4" : "<i8";
+  std::string shape = cols == 0 ? "(" + std::to_string(rows) + ",)"
+                                : "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  std::string header = "{'descr': '";
+  header += descr;
+  header += "', 'fortran_order': False, 'shape': ";
+  header += shape;
+  header += ", }";
+  const std::size_t unpadded = 10 + header.size() + 1;  // magic(6) version(2) len(2) ... '\n'
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  const std::filesystem::path tmp = path.string() + ".halo-tmp-" + std::to_string(getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw_system(tmp, "cannot create");
+  const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                 static_cast<unsigned char>(header.size() & 0xff),
+                                 static_cast<unsigned char>(header.size() >> 8)};
+  const std::uint64_t count = rows * (cols == 0 ? 1 : cols);
+  const bool ok = std::fwrite(pre, 1, 10, f) == 10 &&
+                  std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+                  std::fwrite(data, sizeof(T), count, f) == count;
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw_system(tmp, "write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+template void write_npy<std::int64_t>(const std::filesystem::path&, const std::int64_t*, std::uint64_t, std::uint64_t);
+template void write_npy<float>(const std::filesystem::path&, const float*, std::uint64_t, std::uint64_t);
+
+}  // namespace halo
