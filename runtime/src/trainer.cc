@@ -113,14 +113,15 @@ void mean_std(const std::vector<double>& v, double* mean, double* sd) {
   *sd = v.size() > 1 ? std::sqrt(s / double(v.size() - 1)) : 0.0;  // sample std, as numpy's ddof=1
 }
 
-// What checkpoints must match to be resumed: every option that changes the trajectory.
+// What checkpoints must match to be resumed: every option that changes the trajectory. The
+// epoch count is not one of them: resuming a finished run with more epochs trains it further.
 json trajectory_key(const TrainOptions& o, const fs::path& dataset_meta_fp) {
   const ModelConfig& m = o.model;
   return {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
           {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
           {"lr", o.lr},             {"weight_decay", o.weight_decay},
           {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
-          {"split", o.split},       {"epochs", o.epochs},        {"dataset", dataset_meta_fp.string()}};
+          {"split", o.split},       {"dataset", dataset_meta_fp.string()}};
 }
 
 struct RunState {

@@ -1,0 +1,236 @@
+// The single-process trainer: accuracy on Cora with the published recipe, determinism,
+// checkpoint/resume bit-identity, predictions for independent scoring, multi-label training.
+#include "halo/runtime/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "../test_util.h"
+#include "halo/graph/formats.h"
+
+namespace halo {
+namespace {
+using test::TempDir;
+namespace fs = std::filesystem;
+
+// Cora converted once per test process, removed at exit.
+class CoraEnv : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / ("halo-trainer-test-cora-" + std::to_string(getpid())); }
+  void SetUp() override { convert(test::bundled("cora"), dir(), {.overwrite = true}); }
+  void TearDown() override { fs::remove_all(dir()); }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new CoraEnv);
+fs::path cora() { return CoraEnv::dir(); }
+
+std::vector<nlohmann::json> read_log(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(f, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(Trainer, PlanetoidGcnReachesPublishedAccuracyOnCora) {
+  TrainOptions o;
+  apply_preset("planetoid-gcn", o);
+  o.quiet = true;
+  std::ostringstream out;
+  const TrainSummary s = train_dataset(cora(), o, out);
+  EXPECT_EQ(s.metric, "acc");
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_GE(s.test_mean, 0.79) << "Kipf & Welling report 0.815";
+  EXPECT_GT(s.runs[0].best_epoch, 0);
+  EXPECT_LT(s.runs[0].final_loss, 0.6);
+}
+
+TEST(Trainer, SageTrainsToo) {
+  TrainOptions o;
+  o.model.kind = "sage";
+  o.model.hidden = 32;
+  o.epochs = 60;
+  o.norm_features = true;
+  o.quiet = true;
+  std::ostringstream out;
+  EXPECT_GE(train_dataset(cora(), o, out).test_mean, 0.70);
+}
+
+TEST(Trainer, SameSeedSameLossesBitForBit) {
+  TempDir t;
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);  // batch norm and dropout in play
+  o.model.hidden = 32;
+  o.epochs = 15;
+  o.quiet = true;
+  std::ostringstream out;
+  o.log = t / "a.jsonl";
+  train_dataset(cora(), o, out);
+  o.log = t / "b.jsonl";
+  train_dataset(cora(), o, out);
+  const auto a = read_log(t / "a.jsonl"), b = read_log(t / "b.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "epoch " << i + 1;
+}
+
+TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
+  TempDir t;
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);
+  o.model.hidden = 32;
+  o.quiet = true;
+  o.checkpoint_every = 4;
+  std::ostringstream out;
+  o.epochs = 20;
+  o.checkpoint = t / "straight";
+  o.log = t / "straight.jsonl";
+  train_dataset(cora(), o, out);
+  o.checkpoint = t / "resumed";
+  o.log = t / "resumed.jsonl";
+  o.epochs = 9;  // "interrupted" after epoch 9 (checkpointed at its end)
+  train_dataset(cora(), o, out);
+  o.epochs = 20;
+  o.resume = true;
+  train_dataset(cora(), o, out);
+  const auto a = read_meta(t / "straight/run-0", "halo-checkpoint", 1);
+  const auto b = read_meta(t / "resumed/run-0", "halo-checkpoint", 1);
+  EXPECT_EQ(a["epoch"], 20);
+  EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "weights or optimiser state differ";
+  EXPECT_EQ(a["best_valid"], b["best_valid"]);
+  // The resumed log's epochs 10..20 equal the straight run's.
+  const auto la = read_log(t / "straight.jsonl"), lb = read_log(t / "resumed.jsonl");
+  std::map<int, double> loss_a, loss_b;
+  for (const auto& r : la) if (r["type"] == "epoch") loss_a[r["epoch"].get<int>()] = r["loss"].get<double>();
+  for (const auto& r : lb) if (r["type"] == "epoch") loss_b[r["epoch"].get<int>()] = r["loss"].get<double>();
+  for (int e = 1; e <= 20; ++e) EXPECT_EQ(loss_a[e], loss_b[e]) << "epoch " << e;
+}
+
+TEST(Trainer, ResumeWithOtherOptionsIsRefused) {
+  TempDir t;
+  TrainOptions o;
+  o.epochs = 2;
+  o.quiet = true;
+  o.checkpoint = t / "ck";
+  std::ostringstream out;
+  train_dataset(cora(), o, out);
+  o.resume = true;
+  o.lr = 0.05f;
+  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+}
+
+TEST(Trainer, LogHasEpochRecordsAndASummary) {
+  TempDir t;
+  TrainOptions o;
+  o.epochs = 5;
+  o.runs = 2;
+  o.quiet = true;
+  o.log = t / "log.jsonl";
+  std::ostringstream out;
+  train_dataset(cora(), o, out);
+  const auto log = read_log(o.log);
+  ASSERT_EQ(log.size(), 11u);
+  EXPECT_EQ(log[0]["type"], "epoch");
+  EXPECT_EQ(log[5]["run"], 1);
+  const auto& s = log.back();
+  EXPECT_EQ(s["type"], "summary");
+  EXPECT_EQ(s["metric"], "acc");
+  EXPECT_EQ(s["runs"], 2);
+  for (const char* k : {"valid_mean", "valid_std", "test_mean", "test_std", "epoch_time_median_s", "peak_rss_mb"})
+    EXPECT_TRUE(s.contains(k)) << k;
+}
+
+// A .npy file's header and size, parsed by hand (the format is four lines of the NumPy docs).
+std::string npy_header(const fs::path& p, std::uint64_t* payload) {
+  const std::string bytes = test::read_bytes(p);
+  EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
+  const std::size_t len = std::uint8_t(bytes[8]) | (std::size_t(std::uint8_t(bytes[9])) << 8);
+  EXPECT_EQ((10 + len) % 64, 0u);
+  *payload = bytes.size() - 10 - len;
+  return bytes.substr(10, len);
+}
+
+TEST(Trainer, PredictionsAreWrittenAsNpyInInputOrder) {
+  TempDir t;
+  TrainOptions o;
+  o.epochs = 30;
+  o.quiet = true;
+  o.predictions_out = t / "pred.npy";
+  std::ostringstream out;
+  const TrainSummary s = train_dataset(cora(), o, out);
+  std::uint64_t payload = 0;
+  const std::string h = npy_header(o.predictions_out, &payload);
+  EXPECT_NE(h.find("'descr': '<i8'"), std::string::npos) << h;
+  EXPECT_NE(h.find("'shape': (2708,)"), std::string::npos) << h;
+  EXPECT_EQ(payload, 2708u * 8);
+  // Scoring the file independently on the test split gives the reported test accuracy.
+  const std::string bytes = test::read_bytes(o.predictions_out);
+  const auto* pred = reinterpret_cast<const std::int64_t*>(bytes.data() + bytes.size() - payload);
+  const GraphDataset d = read_graph_dataset(cora());
+  std::int64_t correct = 0;
+  for (NodeId v : d.split("public")->test) correct += pred[v] == d.labels[std::size_t(v)];
+  EXPECT_NEAR(double(correct) / 1000.0, s.test_mean, 1e-9);
+  // A reordered dataset writes predictions back in the input order.
+  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});
+  o.predictions_out = t / "pred-rcm.npy";
+  const TrainSummary r = train_dataset(t / "rcm", o, out);
+  const std::string b2 = test::read_bytes(o.predictions_out);
+  const auto* p2 = reinterpret_cast<const std::int64_t*>(b2.data() + b2.size() - payload);
+  correct = 0;
+  for (NodeId v : d.split("public")->test) correct += p2[v] == d.labels[std::size_t(v)];
+  EXPECT_NEAR(double(correct) / 1000.0, r.test_mean, 1e-9);
+}
+
+TEST(Trainer, MultiLabelUsesBceAndRocAuc) {
+  TempDir t;
+  // Cora's classes as 7 one-vs-rest binary tasks, a few entries missing: an ogbn-proteins shape.
+  const GraphDataset c = read_graph_dataset(cora());
+  GraphDataset d;
+  d.name = "cora-multilabel";
+  d.graph = c.graph;
+  d.features = c.features;
+  d.num_features = c.num_features;
+  d.splits = c.splits;
+  d.label_kind = LabelKind::kMultilabel;
+  d.label_cols = 7;
+  d.num_classes = 2;
+  std::vector<std::int32_t> y(2708 * 7);
+  for (std::size_t v = 0; v < 2708; ++v)
+    for (std::size_t k = 0; k < 7; ++k) y[v * 7 + k] = (v * 7 + k) % 97 == 0 ? -1 : c.labels[v] == std::int32_t(k);
+  d.labels = Array<std::int32_t>(std::move(y));
+  write_graph_dataset(d, t / "ml");
+  TrainOptions o;
+  o.epochs = 40;
+  o.model.dropout = 0;
+  o.quiet = true;
+  o.predictions_out = t / "scores.npy";
+  std::ostringstream out;
+  const TrainSummary s = train_dataset(t / "ml", o, out);
+  EXPECT_EQ(s.metric, "rocauc");
+  EXPECT_GT(s.test_mean, 0.85);
+  EXPECT_LE(s.test_mean, 1.0);
+  std::uint64_t payload = 0;
+  const std::string h = npy_header(o.predictions_out, &payload);
+  EXPECT_NE(h.find("'descr': '<f4'"), std::string::npos) << h;
+  EXPECT_NE(h.find("'shape': (2708, 7)"), std::string::npos) << h;
+}
+
+TEST(Trainer, BadOptionsAreParameterErrors) {
+  TrainOptions o;
+  EXPECT_THROW(apply_preset("gpt-5", o), ParamError);
+  std::ostringstream out;
+  o.split = "nonexistent";
+  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+  o.split = "";
+  o.epochs = 0;
+  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+  o.epochs = 1;
+  o.resume = true;
+  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+  TempDir t;
+  convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});
+  TrainOptions p;
+  EXPECT_THROW(train_dataset(t / "nolabels", p, out), ParamError);
+}
+
+}  // namespace
+}  // namespace halo
