@@ -119,6 +119,23 @@ TEST(Cli, PartitionBadParametersAreOneLine) {
   }
 }
 
+TEST(Cli, TrainPrintsEpochsAndTheFinalAccuracy) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  const Result r = run("train " + (t / "cora").string() +
+                           " --preset planetoid-gcn --epochs 30 --hidden 8 --eval-every 10 --log " +
+                           (t / "log.jsonl").string(), t);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 3 + 1 + 1) << r.out;  // 3 evaluated epochs, the run line, the summary
+  EXPECT_NE(r.out.find("accuracy over 1 run"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("peak memory"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(t / "log.jsonl"));
+  const Result bad = run("train " + (t / "cora").string() + " --preset nope", t);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  EXPECT_NE(bad.err.find("planetoid-gcn"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, TemporalConvertAndInfo) {
   TempDir t;
   ASSERT_EQ(run("convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + (t / "uci").string(), t).code, 0);
