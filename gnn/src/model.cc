@@ -64,38 +64,41 @@ struct Model::Layer {
   std::vector<float> run_mean, run_var, mean, inv_std;
   // Saved by forward for backward.
   MatrixView x;   // input (owned x in): the previous layer's output, or the (dropped) features
-  Matrix t_all;   // transform first: h W with halo rows (all x out)
-  Matrix x_all;   // aggregate first with halo rows: [h | halo] (all x in)
   Matrix z;       // aggregate first: A X (owned x in)
   Matrix y;       // output (owned x out), after bn / relu / dropout
   Matrix xhat;    // batch norm
-  // Backward scratch.
-  Matrix d_all, dz, dx;
 
+  // scratch: shared by all layers, holds transient [owned | halo] rows (T = h W, the input with
+  // its halo rows, or their gradients) and dz; sharing it is what keeps peak memory near the
+  // activations the backward pass really needs.
   void forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
-               float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps);
-  // dy: gradient at this layer's output (modified); returns d(input) (owned x in) unless first.
-  MatrixView backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool need_dx,
-                      float p, std::uint64_t seed, std::int64_t epoch);
+               float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
+               Matrix& scratch);
+  // dy: gradient at this layer's output (modified). Writes d(input) (owned x in) into dx unless
+  // dx is null (first layer).
+  void backward(Backend& be, const GraphContext& g, const MatrixView& dy, Matrix* dx, float p,
+                std::uint64_t seed, std::int64_t epoch, Matrix& scratch, Matrix& scratch2);
 };
 
 void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
-                           float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps) {
+                           float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
+                           Matrix& scratch) {
   x = in_rows;
   const GraphOperator& op = sage ? *g.mean : *g.gcn;
   y.resize(g.owned, out);
   if (transform_first) {
-    t_all.resize(g.all, out);
-    be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.view().rows_range(0, g.owned));
-    if (g.exchange) g.exchange->forward(t_all.view());
-    be.spmm(op.fwd.view(), t_all.view(), y.view());
+    scratch.resize(g.all, out);
+    const MatrixView t_all = scratch.view();
+    be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
+    if (g.exchange) g.exchange->forward(t_all);
+    be.spmm(op.fwd.view(), t_all, y.view());
   } else {
     MatrixView xa = x;
     if (g.exchange) {
-      x_all.resize(g.all, in);
-      be.copy(x, x_all.view().rows_range(0, g.owned));
-      g.exchange->forward(x_all.view());
-      xa = x_all.view();
+      scratch.resize(g.all, in);
+      be.copy(x, scratch.view().rows_range(0, g.owned));
+      g.exchange->forward(scratch.view());
+      xa = scratch.view();
     }
     z.resize(g.owned, in);
     be.spmm(op.fwd.view(), xa, z.view());
@@ -132,8 +135,8 @@ void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView&
   if (training && p > 0) be.dropout(y.view(), p, dropout_key(seed, epoch, index + 1), g.global_ids);
 }
 
-MatrixView Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool need_dx,
-                                  float p, std::uint64_t seed, std::int64_t epoch) {
+void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView& dy, Matrix* dx, float p,
+                            std::uint64_t seed, std::int64_t epoch, Matrix& scratch, Matrix& scratch2) {
   if (!last) {
     if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
     be.relu_backward(y.view(), dy);  // y is post-dropout: zero where dropped or inactive
@@ -158,36 +161,38 @@ MatrixView Model::Layer::backward(Backend& be, const GraphContext& g, const Matr
   }
   be.column_sums(dy, b.grad.data());
   const GraphOperator& op = sage ? *g.mean : *g.gcn;
-  if (need_dx) dx.resize(g.owned, in);
+  if (dx) dx->resize(g.owned, in);
   if (sage) {
     be.gemm(true, false, 1.f, x, dy, 0.f, w_root.grad.view());
-    if (need_dx) be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx.view());
+    if (dx) be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx->view());
   }
   const float keep_dx = sage ? 1.f : 0.f;  // SAGE: add the neighbour term to the root term
   if (transform_first) {
-    d_all.resize(g.all, out);
-    be.spmm(op.bwd.view(), dy, d_all.view());
-    if (g.exchange) g.exchange->backward(d_all.view());
-    const MatrixView dt = d_all.view().rows_range(0, g.owned);
+    scratch.resize(g.all, out);
+    be.spmm(op.bwd.view(), dy, scratch.view());
+    if (g.exchange) g.exchange->backward(scratch.view());
+    const MatrixView dt = scratch.view().rows_range(0, g.owned);
     be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
-    if (need_dx) be.gemm(false, true, 1.f, dt, w.value.view(), keep_dx, dx.view());
-  } else {
-    be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
-    if (need_dx) {
-      dz.resize(g.owned, in);
-      be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz.view());
-      d_all.resize(g.all, in);
-      be.spmm(op.bwd.view(), dz.view(), d_all.view());
-      if (g.exchange) g.exchange->backward(d_all.view());
-      const MatrixView own = d_all.view().rows_range(0, g.owned);
-      if (sage) {
-        for (std::int64_t i = 0; i < own.size(); ++i) dx.data()[i] += own.data[i];
-      } else {
-        be.copy(own, dx.view());
-      }
-    }
+    if (dx) be.gemm(false, true, 1.f, dt, w.value.view(), keep_dx, dx->view());
+    return;
   }
-  return dx.view();
+  be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
+  if (!dx) return;
+  scratch2.resize(g.owned, in);
+  be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, scratch2.view());
+  if (!g.exchange && !sage) {  // one process: [owned | halo] is just owned, write dx directly
+    be.spmm(op.bwd.view(), scratch2.view(), dx->view());
+    return;
+  }
+  scratch.resize(g.all, in);
+  be.spmm(op.bwd.view(), scratch2.view(), scratch.view());
+  if (g.exchange) g.exchange->backward(scratch.view());
+  const MatrixView own = scratch.view().rows_range(0, g.owned);
+  if (sage) {
+    for (std::int64_t i = 0; i < own.size(); ++i) dx->data()[i] += own.data[i];
+  } else {
+    be.copy(own, dx->view());
+  }
 }
 
 Model::Model(const ModelConfig& config, std::uint64_t seed) : config_(config) {
@@ -245,18 +250,21 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     h = x_drop_.view();
   }
   for (auto& L : layers_) {
-    L->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps);
+    L->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps, scratch_);
     h = L->y.view();
   }
   return h;
 }
 
 void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
-  // The caller's dlogits must survive; the last layer does not modify its incoming gradient.
+  // The caller's dlogits must survive: the last layer does not modify its incoming gradient.
+  // Gradients between layers ping-pong between two buffers.
   MatrixView d = dlogits;
   for (int l = int(layers_.size()) - 1; l >= 0; --l) {
     Layer& L = *layers_[std::size_t(l)];
-    d = L.backward(be, g, d, l > 0, config_.dropout, last_seed_, last_epoch_);
+    Matrix* dx = l > 0 ? &grad_[l % 2] : nullptr;
+    L.backward(be, g, d, dx, config_.dropout, last_seed_, last_epoch_, scratch_, scratch2_);
+    if (dx) d = dx->view();
   }
 }
 

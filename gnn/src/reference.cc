@@ -33,7 +33,7 @@ Matrix dropout_mask(std::int64_t rows, std::int64_t cols, float p, PhiloxKey key
   Matrix M(rows, cols);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c)
-      M.at(r, c) = philox_uniform(key, std::uint64_t(row_ids ? row_ids[r] : r), std::uint32_t(c)) >= p ? 1.f : 0.f;
+      M.at(r, c) = dropout_u16(key, std::uint64_t(row_ids ? row_ids[r] : r), std::uint32_t(c)) >= dropout_threshold(p) ? 1.f : 0.f;
   return M;
 }
 

@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "halo/gnn/metrics.h"
+#include "halo/gnn/timed_backend.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/npz.h"
@@ -237,7 +238,8 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
   ctx.mean = &mean;
   ctx.global_nodes = n;
 
-  Backend& be = cpu_backend();
+  TimedBackend timed(cpu_backend());
+  Backend& be = opt.profile ? static_cast<Backend&>(timed) : cpu_backend();
   const std::int32_t* labels = d.labels.data();
   const std::int64_t ntrain = std::int64_t(split->train.size());
   std::int64_t labelled = 0;  // the loss is a mean over labelled training rows (entries, multi-label)
@@ -354,6 +356,7 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
   summary.epoch_time_median_s = median(times);
   summary.peak_rss_mb = double(peak_rss_bytes()) / (1 << 20);
   if (log) log << summary.to_json().dump() << "\n";
+  if (opt.profile) out << "time per kernel (training and evaluation):\n" << timed.report();
 
   if (!opt.predictions_out.empty()) {  // the run with the best validation score, in input order
     const auto best = std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {

@@ -134,7 +134,7 @@ TEST(CpuBackend, ElementwiseAndReductions) {
 TEST(CpuBackend, DropoutMaskIsKeyedByGlobalRowAndColumn) {
   Backend& be = cpu_backend();
   const PhiloxKey key = philox_key(7, kStreamDropout + 3);
-  for (std::int64_t f : {1, 7, 31, 32, 33, 100}) {
+  for (std::int64_t f : {1, 7, 31, 32, 33, 63, 64, 65, 100, 257}) {
     Matrix Y(40, f, 1.f);
     std::vector<NodeId> ids(40);
     for (int i = 0; i < 40; ++i) ids[std::size_t(i)] = 1000 + 3 * i;

@@ -16,7 +16,8 @@ Action add_train(CLI::App& app) {
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10;
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
-    bool batch_norm = false, norm_features = false, input_dropout = false, resume = false, quiet = false;
+    bool batch_norm = false, norm_features = false, input_dropout = false, resume = false, quiet = false,
+         profile = false;
     std::uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
@@ -66,6 +67,8 @@ Action add_train(CLI::App& app) {
   over(cmd->add_option("--predictions-out", a->predictions, "Write the best model's outputs (.npy)"),
        [a](TrainOptions& t) { t.predictions_out = a->predictions; });
   over(cmd->add_flag("-q,--quiet", a->quiet, "No per-epoch lines"), [a](TrainOptions& t) { t.quiet = a->quiet; });
+  over(cmd->add_flag("--profile", a->profile, "Time every kernel and print the table"),
+       [a](TrainOptions& t) { t.profile = a->profile; });
   return [a, preset, overrides] {
     if (is_parts_dir(a->dataset))
       throw ParamError(a->dataset + " is a partitioned dataset: multi-rank training (mpirun) is not "

@@ -82,6 +82,8 @@ class Model {
   ModelConfig config_;
   std::vector<std::unique_ptr<Layer>> layers_;
   Matrix x_drop_;  // the input features after input dropout
+  Matrix scratch_, scratch2_;  // transient buffers shared by all layers
+  Matrix grad_[2];             // gradients between layers, ping-pong
   std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
   std::int64_t last_epoch_ = 0;
 };

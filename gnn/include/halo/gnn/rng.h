@@ -60,6 +60,26 @@ HALO_HD inline float philox_uniform(PhiloxKey key, std::uint64_t row, std::uint3
   return u[col % 4];
 }
 
+// The 16-bit uniform (in units of 2^-16) that decides whether dropout keeps element (row, col):
+// columns go in blocks of 64 per 8 Philox calls, so a SIMD lane of 8 consecutive columns reads
+// one word of 8 consecutive calls: block b = col / 64, q = col % 64, call counter
+// (row, b * 8 + q % 8), word (q / 8) % 4, low half for q < 32 and high half otherwise.
+// Kernels on every backend must produce exactly this value for (row, col).
+HALO_HD inline std::uint32_t dropout_u16(PhiloxKey key, std::uint64_t row, std::uint32_t col) {
+  const std::uint32_t q = col % 64;
+  std::uint32_t c[4] = {std::uint32_t(row), std::uint32_t(row >> 32), (col / 64) * 8 + q % 8, 0};
+  philox4x32(key, c);
+  const std::uint32_t w = c[(q / 8) % 4];
+  return q < 32 ? (w & 0xffffu) : (w >> 16);
+}
+
+// Dropout keeps an element iff dropout_u16 >= dropout_threshold(p) (probability 1 - p, to 2^-16).
+HALO_HD inline std::uint32_t dropout_threshold(float p) {
+  const double t = double(p) * 65536.0;
+  const std::uint32_t i = std::uint32_t(t);
+  return double(i) < t ? i + 1 : i;  // ceil
+}
+
 // Stream ids: one space per use, so no two uses share random numbers.
 enum : std::uint64_t { kStreamInit = 1ull << 40, kStreamDropout = 2ull << 40 };
 

@@ -32,6 +32,7 @@ struct TrainOptions {
   bool resume = false;
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;              // no per-epoch lines
+  bool profile = false;            // time every kernel and print the table at the end
 
   // Throws ParamError for out-of-range values.
   void check() const;

@@ -1,0 +1,64 @@
+// A Backend decorator that times every op (wall clock, synchronous) — `halo train --profile`
+// prints where an epoch goes. Timing is per op name, accumulated over the whole run.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "halo/gnn/backend.h"
+
+namespace halo {
+
+class TimedBackend final : public Backend {
+ public:
+  explicit TimedBackend(Backend& inner) : inner_(inner) {}
+  // Seconds and calls per op since construction.
+  struct Entry {
+    double seconds = 0;
+    std::int64_t calls = 0;
+  };
+  const std::map<std::string, Entry>& totals() const { return totals_; }
+  // The totals as a table, slowest first.
+  std::string report() const;
+
+  Device device() const override { return inner_.device(); }
+  const char* name() const override { return inner_.name(); }
+  void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
+  void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+            const MatrixView& C) override;
+  void add_bias(const MatrixView& Y, const float* b) override;
+  void column_sums(const MatrixView& X, float* out) override;
+  void relu(const MatrixView& Y) override;
+  void relu_backward(const MatrixView& Y, const MatrixView& dY) override;
+  void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) override;
+  void column_moments(const MatrixView& X, double* sum, double* sumsq) override;
+  void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, const MatrixView* xhat,
+                        const MatrixView& Y) override;
+  void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                            double* sum_dy_xhat) override;
+  void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                           const float* inv_std, const float* mean_dy, const float* mean_dy_xhat,
+                           const MatrixView& dX) override;
+  double softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                      std::int64_t nrows, double denom, const MatrixView& dlogits,
+                      std::int64_t* counted) override;
+  double bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                    std::int64_t nrows, double denom, const MatrixView& dlogits,
+                    std::int64_t* counted) override;
+  void adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) override;
+  void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                   const MatrixView& dst) override;
+  void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                        const MatrixView& dst) override;
+  void copy(const MatrixView& src, const MatrixView& dst) override;
+  void fill(const MatrixView& X, float v) override;
+
+ private:
+  template <class Fn>
+  auto timed(const char* op, Fn&& fn);
+  Backend& inner_;
+  std::map<std::string, Entry> totals_;
+};
+
+}  // namespace halo

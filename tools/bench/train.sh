@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Benchmark: full-batch 3-layer GCN (hidden 256, batch norm, dropout 0.5: the ogbn-arxiv-gcn
+# preset) on a generated ogbn-arxiv-sized graph, 2 threads, halo against the same model in plain
+# PyTorch (Debian's python3-torch, torch.sparse.mm on the normalised adjacency, Adam) in the same
+# run; plus halo's SpMM effective bandwidth against a STREAM triad measured in the same run.
+#
+#   tools/bench/train.sh [WORKDIR] [EPOCHS]
+# Needs, beyond `make`: apt-get install python3-torch libopenblas0-pthread
+set -euo pipefail
+bin=$(realpath "${BIN:-build/bin}")
+work=${1:-/tmp/halo-bench}
+epochs=${2:-10}
+threads=2
+mkdir -p "$work"
+ds=$work/arxiv-native
+if [[ ! -d $ds ]]; then
+  "$bin/halo" generate -o "$ds" --nodes 169343 --edges 1166243 --features 128 --classes 40 --seed 1
+fi
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "PyTorch baseline needs Debian's python3-torch: apt-get install python3-torch libopenblas0-pthread" >&2
+  exit 2
+fi
+"$bin/halo" train "$ds" --preset ogbn-arxiv-gcn --epochs "$epochs" --eval-every "$epochs" \
+  --threads "$threads" --log "$work/halo-train.jsonl" -q > "$work/halo-train.out"
+/usr/bin/python3 tools/bench/train_torch.py "$ds" --epochs "$epochs" --threads "$threads" > "$work/torch-train.json"
+OMP_NUM_THREADS=$threads "$bin/halo_bench_stream" > "$work/stream.json"
+OMP_NUM_THREADS=$threads "$bin/halo_bench_spmm" "$ds" > "$work/spmm.jsonl"
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+halo = [json.loads(l) for l in open(f"{w}/halo-train.jsonl")][-1]
+torch = json.loads(open(f"{w}/torch-train.json").read().strip().splitlines()[-1])
+triad = json.loads(open(f"{w}/stream.json").read())["triad_gb_per_s"]
+spmm = [json.loads(l) for l in open(f"{w}/spmm.jsonl")]
+ht, tt = halo["epoch_time_median_s"], torch["epoch_time_median_s"]
+hr, tr = halo["peak_rss_mb"], torch["peak_rss_mb"]
+print(f"{'':24}{'median epoch s':>16}{'peak RSS MiB':>14}")
+print(f"{'halo':24}{ht:16.3f}{hr:14.0f}")
+print(f"{'PyTorch ' + torch['torch_version']:24}{tt:16.3f}{tr:14.0f}")
+print(f"halo / PyTorch: epoch time {ht/tt:.3f} (target <= 0.167), peak RSS {hr/tr:.3f} (target <= 0.5)")
+print(f"STREAM triad: {triad:.1f} GB/s")
+for s in spmm:
+    print(f"SpMM width {s['width']:4}: {s['seconds']*1e3:7.1f} ms, {s['gb_per_s']:5.1f} GB/s = {s['gb_per_s']/triad:.2f} of triad (target >= 0.5)")
+PY
