@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev            # meta.json, JSON logs
   libcli11-dev                  # command line
   libopenblas-openmp-dev        # GEMM in the CPU backend (OpenMP threading, like halo)
+  python3-matplotlib            # tools/plot-log.py (and its test)
 )
 
 missing=()

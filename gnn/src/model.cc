@@ -161,36 +161,46 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
   }
   be.column_sums(dy, b.grad.data());
   const GraphOperator& op = sage ? *g.mean : *g.gcn;
-  if (dx) dx->resize(g.owned, in);
+  // For GCN, dx may be the very buffer dy lives in (the model reuses one gradient buffer for
+  // every layer): dy is fully consumed before dx is resized and written below.
   if (sage) {
     be.gemm(true, false, 1.f, x, dy, 0.f, w_root.grad.view());
-    if (dx) be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx->view());
+    if (dx) {  // SAGE's dx is a separate buffer: the root term needs dy first
+      dx->resize(g.owned, in);
+      be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx->view());
+    }
   }
-  const float keep_dx = sage ? 1.f : 0.f;  // SAGE: add the neighbour term to the root term
   if (transform_first) {
     scratch.resize(g.all, out);
     be.spmm(op.bwd.view(), dy, scratch.view());
     if (g.exchange) g.exchange->backward(scratch.view());
     const MatrixView dt = scratch.view().rows_range(0, g.owned);
     be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
-    if (dx) be.gemm(false, true, 1.f, dt, w.value.view(), keep_dx, dx->view());
+    if (dx) {
+      if (!sage) dx->resize(g.owned, in);
+      be.gemm(false, true, 1.f, dt, w.value.view(), sage ? 1.f : 0.f, dx->view());
+    }
     return;
   }
   be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
   if (!dx) return;
-  scratch2.resize(g.owned, in);
-  be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, scratch2.view());
-  if (!g.exchange && !sage) {  // one process: [owned | halo] is just owned, write dx directly
-    be.spmm(op.bwd.view(), scratch2.view(), dx->view());
+  const bool direct = !g.exchange && !sage;  // one process: [owned | halo] is just the owned rows
+  Matrix& dz = direct ? scratch : scratch2;
+  dz.resize(g.owned, in);
+  be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz.view());
+  if (direct) {
+    dx->resize(g.owned, in);
+    be.spmm(op.bwd.view(), dz.view(), dx->view());
     return;
   }
   scratch.resize(g.all, in);
-  be.spmm(op.bwd.view(), scratch2.view(), scratch.view());
+  be.spmm(op.bwd.view(), dz.view(), scratch.view());
   if (g.exchange) g.exchange->backward(scratch.view());
   const MatrixView own = scratch.view().rows_range(0, g.owned);
   if (sage) {
     for (std::int64_t i = 0; i < own.size(); ++i) dx->data()[i] += own.data[i];
   } else {
+    dx->resize(g.owned, in);
     be.copy(own, dx->view());
   }
 }
@@ -258,11 +268,13 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
 
 void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
   // The caller's dlogits must survive: the last layer does not modify its incoming gradient.
-  // Gradients between layers ping-pong between two buffers.
+  // GCN layers consume their incoming gradient before writing the outgoing one, so one buffer
+  // serves every layer; SAGE needs both at once and ping-pongs between two.
   MatrixView d = dlogits;
+  const bool sage = config_.kind == "sage";
   for (int l = int(layers_.size()) - 1; l >= 0; --l) {
     Layer& L = *layers_[std::size_t(l)];
-    Matrix* dx = l > 0 ? &grad_[l % 2] : nullptr;
+    Matrix* dx = l > 0 ? &grad_[sage ? l % 2 : 0] : nullptr;
     L.backward(be, g, d, dx, config_.dropout, last_seed_, last_epoch_, scratch_, scratch2_);
     if (dx) d = dx->view();
   }
