@@ -34,6 +34,12 @@ const char* label_kind_name(LabelKind k) {
   return "none";
 }
 
+LabelKind label_kind_from_name(const std::string& name) {
+  return name == "multiclass" ? LabelKind::kMulticlass
+         : name == "multilabel" ? LabelKind::kMultilabel
+                                : LabelKind::kNone;
+}
+
 const Split* GraphDataset::split(const std::string& n) const {
   for (const auto& s : splits)
     if (s.name == n) return &s;
@@ -257,10 +263,7 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
     const json& lab = meta.at("labels");
     d.label_cols = lab.value("columns", std::int64_t(0));
     d.num_classes = lab.value("classes", std::int64_t(0));
-    const std::string kind = lab.value("kind", "none");
-    d.label_kind = kind == "multiclass"   ? LabelKind::kMulticlass
-                   : kind == "multilabel" ? LabelKind::kMultilabel
-                                          : LabelKind::kNone;
+    d.label_kind = label_kind_from_name(lab.value("kind", "none"));
     if (d.label_cols > 0)
       d.labels = map_listed<std::int32_t>(dir, meta, "labels", opt, std::uint64_t(n),
                                     std::uint64_t(d.label_cols));

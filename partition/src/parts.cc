@@ -285,10 +285,7 @@ Part read_part(const fs::path& dir, int rank, const ReadOptions& opt) {
     const json& lab = meta.at("labels");
     p.label_cols = lab.value("columns", std::int64_t(0));
     p.num_classes = lab.value("classes", std::int64_t(0));
-    const std::string kind = lab.value("kind", "none");
-    p.label_kind = kind == "multiclass" ? LabelKind::kMulticlass
-                   : kind == "multilabel" ? LabelKind::kMultilabel
-                                          : LabelKind::kNone;
+    p.label_kind = label_kind_from_name(lab.value("kind", "none"));
     if (p.label_cols > 0)
       p.labels = map_listed<std::int32_t>(pd, meta, "labels", opt, rows, std::uint64_t(p.label_cols));
     for (const auto& [name, c] : meta.at("splits").items()) {

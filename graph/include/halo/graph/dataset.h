@@ -23,6 +23,8 @@ namespace halo {
 
 enum class LabelKind { kNone, kMulticlass, kMultilabel };
 const char* label_kind_name(LabelKind k);
+// Inverse of label_kind_name; unknown names give kNone.
+LabelKind label_kind_from_name(const std::string& name);
 
 struct Split {
   std::string name;
