@@ -228,3 +228,78 @@ TEST(Metrics, RocAucWithTiesAndSkippedTasks) {
 
 }  // namespace
 }  // namespace halo
+
+namespace halo {
+namespace {
+
+// Finite differences per op, in double through the op's own float kernels: perturb one input,
+// re-run the op, compare the change of a fixed linear functional with the op's backward.
+TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
+  Backend& be = cpu_backend();
+  const Matrix X0 = random_matrix(9, 5, 21), R = random_matrix(9, 5, 22);  // R: d(loss)/d(output)
+  auto functional = [&](const Matrix& Y) {
+    double s = 0;
+    for (std::int64_t i = 0; i < Y.size(); ++i) s += double(Y.data()[i]) * R.data()[i];
+    return s;
+  };
+  // Batch norm (training statistics) as a function of X.
+  const std::vector<float> gamma = {1.f, 0.5f, 2.f, -1.f, 0.3f}, beta = {0.1f, 0.f, -0.2f, 0.3f, 0.f};
+  auto bn = [&](const Matrix& X, Matrix* xhat, std::vector<float>* inv) {
+    std::vector<double> s(5), sq(5);
+    be.column_moments(X.view(), s.data(), sq.data());
+    std::vector<float> mean(5);
+    inv->resize(5);
+    for (int c = 0; c < 5; ++c) {
+      mean[std::size_t(c)] = float(s[std::size_t(c)] / 9);
+      (*inv)[std::size_t(c)] = float(1 / std::sqrt(sq[std::size_t(c)] / 9 - double(mean[std::size_t(c)]) * mean[std::size_t(c)] + 1e-5));
+    }
+    Matrix Y(9, 5);
+    *xhat = Matrix(9, 5);
+    const MatrixView xv = xhat->view();
+    be.batch_norm_apply(X.view(), mean.data(), inv->data(), gamma.data(), beta.data(), &xv, Y.view());
+    return Y;
+  };
+  Matrix xhat;
+  std::vector<float> inv;
+  bn(X0, &xhat, &inv);
+  std::vector<double> s(5), sx(5);
+  be.batch_norm_grad_sums(R.view(), xhat.view(), s.data(), sx.data());
+  std::vector<float> mdy(5), mdyx(5);
+  for (int c = 0; c < 5; ++c) mdy[std::size_t(c)] = float(s[std::size_t(c)] / 9), mdyx[std::size_t(c)] = float(sx[std::size_t(c)] / 9);
+  Matrix dX(9, 5);
+  be.batch_norm_backward(R.view(), xhat.view(), gamma.data(), inv.data(), mdy.data(), mdyx.data(), dX.view());
+  for (std::int64_t i = 0; i < X0.size(); ++i) {
+    Matrix up = X0, down = X0;
+    up.data()[i] += 1e-2f;
+    down.data()[i] -= 1e-2f;
+    Matrix h;
+    std::vector<float> v;
+    const double numeric = (functional(bn(up, &h, &v)) - functional(bn(down, &h, &v))) / 2e-2;
+    ASSERT_NEAR(dX.data()[i], numeric, 2e-3 + 2e-2 * std::abs(numeric)) << "batch norm, element " << i;
+  }
+  // Softmax cross-entropy and BCE as functions of the logits.
+  std::vector<std::int32_t> y(9 * 5);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 5 == 3 ? -1 : (i * 7) % 2);
+  std::vector<std::int32_t> cls(9);
+  for (int i = 0; i < 9; ++i) cls[std::size_t(i)] = i % 5;
+  const std::vector<NodeId> rows = {0, 2, 3, 7, 8};
+  for (int which = 0; which < 2; ++which) {
+    auto loss = [&](const Matrix& Z, Matrix* d) {
+      *d = Matrix(9, 5);
+      return which == 0 ? be.softmax_xent(Z.view(), cls.data(), rows.data(), 5, 5.0, d->view(), nullptr) / 5.0
+                        : be.bce_logits(Z.view(), y.data(), rows.data(), 5, 5.0, d->view(), nullptr) / 5.0;
+    };
+    Matrix d, unused;
+    loss(X0, &d);
+    for (std::int64_t i = 0; i < X0.size(); ++i) {
+      Matrix up = X0, down = X0;
+      up.data()[i] += 1e-2f;
+      down.data()[i] -= 1e-2f;
+      const double numeric = (loss(up, &unused) - loss(down, &unused)) / 2e-2;
+      ASSERT_NEAR(d.data()[i], numeric, 1e-4 + 1e-2 * std::abs(numeric)) << (which ? "bce" : "xent") << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace halo
