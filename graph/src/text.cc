@@ -102,8 +102,6 @@ struct LineReader::Impl {
     z_stream zs{};
     bool z_open = false;
     bool z_end = false;  // inside a gzip member: false; after its trailer: true
-    std::uint64_t consumed_at_member_start = 0;
-    (void)consumed_at_member_start;
     if (gz) {
       if (inflateInit2(&zs, 15 + 16) != Z_OK) throw InputError(path.string() + ": zlib init failed");
       z_open = true;
@@ -276,28 +274,27 @@ bool is_nan_text(std::string_view f) {
   return f.empty() || f == "nan" || f == "NaN" || f == "NAN" || f == "-nan";
 }
 template <class T>
-T parse_real(LineCursor& c, std::string_view f, const char* what, bool allow_nan,
-             void (LineCursor::*bad)(std::string_view, const char*, const char*) const) {
+T parse_real(const LineCursor& c, std::string_view f, const char* what, bool allow_nan) {
   if (is_nan_text(f)) {
     if (allow_nan) return std::numeric_limits<T>::quiet_NaN();
-    (c.*bad)(f, what, "a number");
+    c.bad_number(f, what, "a number");
   }
   const char* s = f.data();
   const char* e = s + f.size();
   if (*s == '+') ++s;
   T v{};
   auto [ptr, ec] = std::from_chars(s, e, v);
-  if (ec != std::errc() || ptr != e) (c.*bad)(f, what, "a number");
+  if (ec != std::errc() || ptr != e) c.bad_number(f, what, "a number");
   return v;
 }
 }  // namespace
 
 float LineCursor::next_float(const char* what, bool allow_nan) {
-  return parse_real<float>(*this, next_field(what), what, allow_nan, &LineCursor::bad_number);
+  return parse_real<float>(*this, next_field(what), what, allow_nan);
 }
 
 double LineCursor::next_double(const char* what, bool allow_nan) {
-  return parse_real<double>(*this, next_field(what), what, allow_nan, &LineCursor::bad_number);
+  return parse_real<double>(*this, next_field(what), what, allow_nan);
 }
 
 void LineCursor::fail(const std::string& what) const { throw_input(*file_, line_, what); }

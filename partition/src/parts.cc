@@ -82,8 +82,7 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
     }
   }
 
-  const Split* main_split = choose_split(d, o.split);
-  (void)main_split;
+  const Split* main_split = choose_split(d, o.split);  // named in the root meta
   std::vector<NodeId> local(std::size_t(n), -1);  // global -> local id, valid for the current part
   Progress progress(n > 1000000 ? "writing parts" : "", std::uint64_t(k));
   for (int r = 0; r < k; ++r) {

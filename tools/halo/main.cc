@@ -20,8 +20,7 @@ void print_footer(const std::string& what, double seconds) {
 
 namespace {
 Action add_version(CLI::App& app) {
-  auto* cmd = app.add_subcommand("version", "Print the version, build options and visible GPUs");
-  (void)cmd;
+  app.add_subcommand("version", "Print the version, build options and visible GPUs");
   return [] {
     const CudaDevices d = cuda_devices();
     std::printf("halo %s\n", HALO_VERSION);

@@ -1,6 +1,6 @@
 // Array<T>: a contiguous typed buffer that either owns its storage (a std::vector) or views a
 // memory-mapped file kept alive by a shared handle. Copies share the storage (they are cheap,
-// like a view); use clone() for a deep copy. Every reader and builder in halo hands out
+// like a view). Every reader and builder in halo hands out
 // Arrays, so consumers never care whether data came from RAM or from an mmap'd dataset.
 #pragma once
 
@@ -43,8 +43,6 @@ class Array {
   const T* end() const { return data_ + size_; }
   std::span<const T> span() const { return {data_, size_}; }
   std::span<T> span() { return {data_, size_}; }
-  // A deep copy into owned storage.
-  Array clone() const { return Array(std::vector<T>(begin(), end())); }
 
  private:
   std::shared_ptr<const void> keep_;
