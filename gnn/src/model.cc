@@ -58,6 +58,9 @@ struct Model::Layer {
   bool sage = false;
   bool transform_first = false;
   std::int64_t in = 0, out = 0;
+  // b: layers followed by batch norm have none — BN's beta is the bias, and a bias before BN
+  // has an exactly-zero gradient whose rounding noise Adam would blow up into real steps (that
+  // drift leaks into the running mean and makes evaluation depend on summation order).
   Param w, b, w_root;  // w_root: SAGE only
   bool bn = false;
   Param gamma, beta;
@@ -80,6 +83,44 @@ struct Model::Layer {
                 std::uint64_t seed, std::int64_t epoch, Matrix& scratch, Matrix& scratch2);
 };
 
+namespace {
+
+// Rows [begin, end) of a CSR operator (offsets stay absolute, so the slice is a view).
+SparseView row_slice(const SparseView& a, std::int64_t begin, std::int64_t end) {
+  return {end - begin, a.cols, a.offsets + begin, a.indices, a.values};
+}
+
+// Y = A X where the halo rows of X (rows [owned, all)) arrive through the exchange: the inner
+// rows of Y, which read owned rows only, are aggregated while the halo is in flight.
+void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a, const MatrixView& x_all,
+                         const MatrixView& y, int layer, bool training) {
+  if (!g.exchange) {
+    be.spmm(a, x_all, y);
+    return;
+  }
+  g.exchange->forward_begin(x_all, layer, training);
+  if (g.inner > 0) be.spmm(row_slice(a, 0, g.inner), x_all, y.rows_range(0, g.inner));
+  g.exchange->forward_end();
+  if (g.inner < g.owned) be.spmm(row_slice(a, g.inner, g.owned), x_all, y.rows_range(g.inner, g.owned));
+}
+
+// D = A^T dY over [owned | halo] rows, then the halo rows' gradients travel home and are added
+// into their owners' rows: the halo rows are computed first and sent while the owned rows are
+// computed. On return rows [0, owned) of d hold the complete gradient.
+void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const SparseView& at, const MatrixView& dy,
+                                   const MatrixView& d, int layer) {
+  if (!g.exchange) {
+    be.spmm(at, dy, d);
+    return;
+  }
+  if (g.all > g.owned) be.spmm(row_slice(at, g.owned, g.all), dy, d.rows_range(g.owned, g.all));
+  g.exchange->backward_begin(d, layer);
+  be.spmm(row_slice(at, 0, g.owned), dy, d.rows_range(0, g.owned));
+  g.exchange->backward_end(d);
+}
+
+}  // namespace
+
 void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
                            float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
                            Matrix& scratch) {
@@ -90,22 +131,20 @@ void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView&
     scratch.resize(g.all, out);
     const MatrixView t_all = scratch.view();
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
-    if (g.exchange) g.exchange->forward(t_all);
-    be.spmm(op.fwd.view(), t_all, y.view());
+    aggregate_with_halo(be, g, op.fwd.view(), t_all, y.view(), index, training);
   } else {
     MatrixView xa = x;
     if (g.exchange) {
       scratch.resize(g.all, in);
       be.copy(x, scratch.view().rows_range(0, g.owned));
-      g.exchange->forward(scratch.view());
       xa = scratch.view();
     }
     z.resize(g.owned, in);
-    be.spmm(op.fwd.view(), xa, z.view());
+    aggregate_with_halo(be, g, op.fwd.view(), xa, z.view(), index, training);
     be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y.view());
   }
   if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y.view());
-  be.add_bias(y.view(), b.value.data());
+  if (!bn) be.add_bias(y.view(), b.value.data());
   if (last) return;
   if (bn) {
     const std::size_t c = std::size_t(out);
@@ -159,7 +198,7 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
       be.batch_norm_backward(dy, xhat.view(), gamma.value.data(), inv_std.data(), mdy.data(), mdyx.data(), dy);
     }
   }
-  be.column_sums(dy, b.grad.data());
+  if (!bn) be.column_sums(dy, b.grad.data());
   const GraphOperator& op = sage ? *g.mean : *g.gcn;
   // For GCN, dx may be the very buffer dy lives in (the model reuses one gradient buffer for
   // every layer): dy is fully consumed before dx is resized and written below.
@@ -172,8 +211,7 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
   }
   if (transform_first) {
     scratch.resize(g.all, out);
-    be.spmm(op.bwd.view(), dy, scratch.view());
-    if (g.exchange) g.exchange->backward(scratch.view());
+    aggregate_transpose_with_halo(be, g, op.bwd.view(), dy, scratch.view(), index);
     const MatrixView dt = scratch.view().rows_range(0, g.owned);
     be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
     if (dx) {
@@ -194,8 +232,7 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
     return;
   }
   scratch.resize(g.all, in);
-  be.spmm(op.bwd.view(), dz.view(), scratch.view());
-  if (g.exchange) g.exchange->backward(scratch.view());
+  aggregate_transpose_with_halo(be, g, op.bwd.view(), dz.view(), scratch.view(), index);
   const MatrixView own = scratch.view().rows_range(0, g.owned);
   if (sage) {
     for (std::int64_t i = 0; i < own.size(); ++i) dx->data()[i] += own.data[i];
@@ -295,7 +332,7 @@ std::vector<Param*> Model::params() {
   for (auto& L : layers_) {
     out.push_back(&L->w);
     if (L->sage) out.push_back(&L->w_root);
-    out.push_back(&L->b);
+    if (!L->bn) out.push_back(&L->b);
     if (L->bn) {
       out.push_back(&L->gamma);
       out.push_back(&L->beta);

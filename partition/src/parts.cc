@@ -42,6 +42,9 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   StagingDir stage(dir, overwrite);
   ArrayDir root(stage.path());
   root.put("owner", owner);
+  // Input order of every node when the dataset was reordered: predictions written by a
+  // distributed run come back in the order of the user's files.
+  if (!d.original_ids.empty()) root.put("original_ids", d.original_ids);
 
   // Members of each part: inner nodes first, then boundary, each in global id order.
   std::vector<std::uint8_t> boundary(std::size_t(n), 0);
@@ -244,6 +247,12 @@ bool is_parts_dir(const fs::path& dir) {
 Array<PartId> read_owner(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_parts_meta(dir);
   return map_listed<PartId>(dir, meta, "owner", opt, meta.at("dataset").at("nodes").get<std::uint64_t>(), 1);
+}
+
+Array<NodeId> read_original_ids(const fs::path& dir, const ReadOptions& opt) {
+  const json meta = read_parts_meta(dir);
+  return map_listed<NodeId>(dir, meta, "original_ids", opt, meta.at("dataset").at("nodes").get<std::uint64_t>(), 1,
+                            /*required=*/false);
 }
 
 Part read_part(const fs::path& dir, int rank, const ReadOptions& opt) {

@@ -1,7 +1,19 @@
-// Single-process full-batch training (the distributed trainer reuses the model and protocol).
+// Full-batch training of one rank: a single process is the one-rank case of the distributed
+// trainer (no halo rows, the local communicator), so both share every line of the protocol.
+//
+// What makes K ranks train the model one process would:
+// - every rank holds the same replicated parameters: initial weights from the keyed RNG, one
+//   fused all-reduce of the gradients per step, then the same Adam step everywhere;
+// - losses, metrics and batch-norm statistics are sums over ranks divided by global counts;
+// - dropout masks are keyed by global node id, so a row is dropped the same wherever it lives;
+// - the GCN normalisation uses global degrees (carried by the parts).
 #include "halo/runtime/trainer.h"
 
 #include <omp.h>
+
+#include <array>
+#include <csignal>
+#include <thread>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +29,9 @@
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
+#include "halo/partition/parts.h"
+#include "halo/runtime/comm.h"
+#include "halo/runtime/halo_exchange.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -32,6 +47,31 @@ void TrainOptions::check() const {
   if (threads < 0) throw ParamError("--threads must be >= 0");
   if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
+  if (halo_dtype != "f32" && halo_dtype != "bf16") throw ParamError("--halo-dtype must be f32 or bf16");
+  if (halo_staleness != 0 && halo_staleness != 1) throw ParamError("--halo-staleness must be 0 or 1");
+}
+
+TrainOptions::Fault parse_fault(const std::string& spec) {
+  TrainOptions::Fault f;
+  const auto bad = [&] {
+    return ParamError("HALO_INJECT_FAULT='" + spec + "': expected RANK:EPOCH[:throw|kill|hang]");
+  };
+  const std::size_t a = spec.find(':');
+  if (a == std::string::npos) throw bad();
+  const std::size_t b = spec.find(':', a + 1);
+  try {
+    std::size_t used = 0;
+    f.rank = std::stoi(spec.substr(0, a), &used);
+    if (used != a) throw bad();
+    const std::string e = spec.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    f.epoch = std::stoi(e, &used);
+    if (used != e.size()) throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (b != std::string::npos) f.mode = spec.substr(b + 1);
+  if (f.rank < 0 || f.epoch < 1 || (f.mode != "throw" && f.mode != "kill" && f.mode != "hang")) throw bad();
+  return f;
 }
 
 namespace {
@@ -86,11 +126,18 @@ void apply_preset(const std::string& name, TrainOptions& o) {
 }
 
 json TrainSummary::to_json() const {
-  return {{"type", "summary"},         {"metric", metric},
-          {"valid_mean", valid_mean},  {"valid_std", valid_std},
-          {"test_mean", test_mean},    {"test_std", test_std},
-          {"runs", runs.size()},       {"epoch_time_median_s", epoch_time_median_s},
-          {"peak_rss_mb", peak_rss_mb}};
+  json j = {{"type", "summary"},         {"metric", metric},
+            {"valid_mean", valid_mean},  {"valid_std", valid_std},
+            {"test_mean", test_mean},    {"test_std", test_std},
+            {"runs", runs.size()},       {"epoch_time_median_s", epoch_time_median_s},
+            {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}};
+  if (ranks > 1) {
+    j["halo_bytes_per_epoch"] = halo_bytes_per_epoch;
+    j["halo_wait_s"] = halo_wait_s;
+    j["allreduce_s"] = allreduce_s;
+    j["compute_s"] = compute_s;
+  }
+  return j;
 }
 
 namespace {
@@ -109,26 +156,72 @@ void mean_std(const std::vector<double>& v, double* mean, double* sd) {
   *sd = v.size() > 1 ? std::sqrt(s / double(v.size() - 1)) : 0.0;  // sample std, as numpy's ddof=1
 }
 
+// What one rank trains on: its owned rows (inner rows first) and the halo rows after them.
+struct RankData {
+  std::string source;                    // the dataset or PARTS directory, for messages
+  std::string fingerprint;               // of that directory's meta.json
+  std::int64_t owned = 0, all = 0, inner = 0, global_nodes = 0;
+  CsrView graph;                         // owned rows, columns over [owned | halo]
+  const std::int32_t* degree = nullptr;  // [all] global degrees
+  const NodeId* global_ids = nullptr;    // [all]; null = identity (one process)
+  MatrixView features;                   // owned x num_features
+  const std::int32_t* labels = nullptr;  // owned x label_cols
+  std::int64_t label_cols = 0, num_classes = 0;
+  LabelKind label_kind = LabelKind::kNone;
+  const std::vector<Split>* splits = nullptr;  // local ids
+  std::string default_split;
+  HaloPlan plan;
+  const NodeId* original_ids = nullptr;  // [global_nodes] input order (rank 0), or null
+};
+
 // What checkpoints must match to be resumed: every option that changes the trajectory. The
 // epoch count is not one of them: resuming a finished run with more epochs trains it further.
-json trajectory_key(const TrainOptions& o, const fs::path& dataset_meta_fp) {
+json trajectory_key(const TrainOptions& o, const std::string& data_fingerprint, int ranks) {
   const ModelConfig& m = o.model;
-  return {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
-          {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
-          {"lr", o.lr},             {"weight_decay", o.weight_decay},
-          {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
-          {"split", o.split},       {"dataset", dataset_meta_fp.string()}};
+  json key = {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
+              {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
+              {"lr", o.lr},             {"weight_decay", o.weight_decay},
+              {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
+              {"split", o.split},       {"dataset", data_fingerprint}};
+  if (ranks > 1) {
+    key["ranks"] = ranks;
+    key["halo_dtype"] = o.halo_dtype;
+    key["halo_staleness"] = o.halo_staleness;
+  }
+  return key;
 }
 
 struct RunState {
   int epoch = 0;  // last completed epoch
   std::int64_t adam_step = 0;
   RunResult result;
-  std::vector<std::int32_t> best_classes;  // multiclass predictions at the best epoch
-  std::vector<float> best_scores;          // multilabel scores at the best epoch
+  std::vector<std::int32_t> best_classes;  // multiclass predictions at the best epoch (owned rows)
+  std::vector<float> best_scores;          // multilabel scores at the best epoch (owned rows)
 };
 
-fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::to_string(run)); }
+// Checkpoints: CKPT/run-R/rank-r/epoch-E, each written atomically by its rank. A rank removes
+// its older epochs only after a barrier proves every rank has committed E, so whatever instant
+// a job dies at, one epoch is complete on every rank (the newest such is resumed).
+fs::path rank_dir(const fs::path& ckpt, int run, int rank) {
+  return ckpt / ("run-" + std::to_string(run)) / ("rank-" + std::to_string(rank));
+}
+
+std::vector<int> checkpoint_epochs(const fs::path& dir) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
+    try {
+      out.push_back(std::stoi(n.substr(6)));
+    } catch (const std::logic_error&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
 
 void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key) {
   StagingDir stage(dir, /*overwrite=*/true);
@@ -155,9 +248,7 @@ void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, cons
   stage.commit();
 }
 
-// Restores model and state from dir; false when there is no checkpoint there.
-bool load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json& key) {
-  if (!fs::exists(dir / "meta.json")) return false;
+void load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json& key) {
   const json meta = read_meta(dir, "halo-checkpoint", 1);
   if (meta.at("key") != key)
     throw ParamError(dir.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
@@ -186,31 +277,66 @@ bool load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json
   st.best_classes.assign(bc.begin(), bc.end());
   const Array<float> bs = map_listed<float>(dir, meta, "best_scores", ro, kAnyShape, 1, false);
   st.best_scores.assign(bs.begin(), bs.end());
+}
+
+// Resumes from the newest epoch every rank has committed; false when there is none.
+bool resume_run(Communicator& comm, const fs::path& dir, Model& model, RunState& st, const json& key) {
+  const std::vector<int> mine = checkpoint_epochs(dir);
+  std::int64_t e = mine.empty() ? 0 : mine.back();
+  comm.allreduce(&e, 1, ReduceOp::kMin);
+  if (e == 0) return false;
+  std::int64_t have = std::find(mine.begin(), mine.end(), int(e)) != mine.end();
+  comm.allreduce(&have, 1, ReduceOp::kMin);
+  if (!have)
+    throw InputError(dir.parent_path().string() + ": the ranks' checkpoints have no epoch in common "
+                     "(files removed by hand?); start a new checkpoint directory");
+  load_checkpoint(epoch_dir(dir, int(e)), model, st, key);
   return true;
 }
 
-}  // namespace
+void commit_checkpoint(Communicator& comm, const fs::path& dir, Model& model, const RunState& st, const json& key) {
+  save_checkpoint(epoch_dir(dir, st.epoch), model, st, key);
+  comm.barrier();  // every rank has epoch st.epoch now: older ones may go
+  for (int e : checkpoint_epochs(dir))
+    if (e < st.epoch) fs::remove_all(epoch_dir(dir, e));
+}
 
-TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, std::ostream& out) {
+[[noreturn]] void inject_fault(const TrainOptions::Fault& f) {
+  if (f.mode == "kill") std::raise(SIGKILL);
+  if (f.mode == "hang")
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  throw SystemError("injected fault at epoch " + std::to_string(f.epoch) + " (HALO_INJECT_FAULT)");
+}
+
+// Per-rank figures of one epoch, gathered on rank 0 for the log.
+struct RankFigures {
+  double bytes = 0, eval_bytes = 0, wait_s = 0, allreduce_s = 0, compute_s = 0, epoch_s = 0;
+};
+
+TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in, std::ostream& out) {
   TrainOptions opt = opt_in;
-  const GraphDataset d = read_graph_dataset(dataset);
-  const std::int64_t n = d.num_nodes();
+  const int rank = comm.rank(), ranks = comm.size();
+  const bool lead = rank == 0;
+  const std::int64_t n = d.owned;
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
-  if (d.label_kind == LabelKind::kNone) throw ParamError(dataset.string() + ": the dataset has no labels");
-  if (d.num_features == 0) throw ParamError(dataset.string() + ": the dataset has no node features");
-  if (opt.split.empty()) opt.split = d.split("public") ? "public" : (d.splits.empty() ? "" : d.splits[0].name);
-  const Split* split = d.split(opt.split);
-  if (!split) throw ParamError(dataset.string() + ": no split named '" + opt.split + "'");
+  else if (ranks > 1 && !std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(default_threads_per_rank());
+  if (d.label_kind == LabelKind::kNone) throw ParamError(d.source + ": the dataset has no labels");
+  if (d.features.cols == 0) throw ParamError(d.source + ": the dataset has no node features");
+  if (opt.split.empty()) opt.split = d.default_split;
+  const Split* split = nullptr;
+  for (const Split& s : *d.splits)
+    if (s.name == opt.split) split = &s;
+  if (!split) throw ParamError(d.source + ": no split named '" + opt.split + "'");
   const bool multilabel = d.label_kind == LabelKind::kMultilabel;
-  opt.model.in = d.num_features;
+  opt.model.in = d.features.cols;
   opt.model.out = multilabel ? d.label_cols : d.num_classes;
   opt.check();
 
   // Inputs: features as mapped, or a row-normalised copy.
   Matrix xnorm;
-  MatrixView x{const_cast<float*>(d.features.data()), n, d.num_features, Device::kCpu};
+  MatrixView x = d.features;
   if (opt.norm_features) {
-    xnorm.resize(n, d.num_features);
+    xnorm.resize(n, x.cols);
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < n; ++r) {
       const float* s = x.row(r);
@@ -221,70 +347,130 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
     }
     x = xnorm.view();
   }
-  std::vector<std::int32_t> degree(static_cast<std::size_t>(n));
-  const CsrView g = d.graph.view();
-  for (std::int64_t v = 0; v < n; ++v) degree[std::size_t(v)] = std::int32_t(g.degree(NodeId(v)));
   GraphOperator gcn, mean;
-  if (opt.model.kind == "gcn") gcn = gcn_operator(g, n, degree.data());
-  else mean = mean_operator(g, n);
-  GraphContext ctx;
-  ctx.owned = ctx.all = n;
-  ctx.gcn = &gcn;
-  ctx.mean = &mean;
-  ctx.global_nodes = n;
+  if (opt.model.kind == "gcn") gcn = gcn_operator(d.graph, d.all, d.degree);
+  else mean = mean_operator(d.graph, d.all);
 
   TimedBackend timed(cpu_backend());
   Backend& be = opt.profile ? static_cast<Backend&>(timed) : cpu_backend();
-  const std::int32_t* labels = d.labels.data();
+  std::unique_ptr<HaloExchanger> exch;
+  if (ranks > 1)
+    exch = std::make_unique<HaloExchanger>(comm, be, d.plan, opt.halo_dtype == "bf16" ? HaloDtype::kBf16 : HaloDtype::kF32,
+                                           opt.halo_staleness);
+  GraphContext ctx;
+  ctx.owned = n;
+  ctx.all = d.all;
+  ctx.inner = d.inner;
+  ctx.gcn = &gcn;
+  ctx.mean = &mean;
+  ctx.global_ids = d.global_ids;
+  ctx.global_nodes = d.global_nodes;
+  ctx.exchange = exch.get();
+
+  const std::int32_t* labels = d.labels;
   const std::int64_t ntrain = std::int64_t(split->train.size());
-  std::int64_t labelled = 0;  // the loss is a mean over labelled training rows (entries, multi-label)
+  // The loss is a mean over the labelled training rows (entries, multi-label) of the whole graph.
+  std::int64_t labelled = 0;
   for (NodeId v : split->train)
     for (std::int64_t c = 0; c < d.label_cols; ++c) labelled += labels[std::int64_t(v) * d.label_cols + c] >= 0;
+  comm.allreduce(&labelled, 1);
   if (labelled == 0) throw ParamError("split '" + opt.split + "' has no labelled training nodes");
 
   std::ofstream log;
-  if (!opt.log.empty()) {
+  if (lead && !opt.log.empty()) {
     log.open(opt.log, opt.resume ? std::ios::app : std::ios::trunc);
     if (!log) throw_system(opt.log, "cannot open log");
   }
-  const json dmeta = read_dataset_meta(dataset);
-  const json key = trajectory_key(opt, dmeta.value("fingerprint", ""));
+  const json key = trajectory_key(opt, d.fingerprint, ranks);
 
   TrainSummary summary;
   summary.metric = multilabel ? "rocauc" : "acc";
+  summary.ranks = ranks;
   Matrix dlogits(n, opt.model.out);
-  // Metric on a split's rows of the current outputs.
+  // Metrics of the current outputs on the three split row sets, over all ranks.
   std::vector<float> scores_buf;
   std::vector<std::int32_t> label_buf;
-  auto metric = [&](const MatrixView& logits, const Array<NodeId>& rows) -> double {
-    if (!multilabel) return accuracy_counts(logits, labels, rows.data(), std::int64_t(rows.size())).value();
-    const std::int64_t t = d.label_cols;
-    scores_buf.resize(rows.size() * std::size_t(t));
-    label_buf.resize(rows.size() * std::size_t(t));
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      std::copy_n(logits.row(rows[i]), t, scores_buf.data() + i * std::size_t(t));
-      std::copy_n(labels + std::int64_t(rows[i]) * t, t, label_buf.data() + i * std::size_t(t));
+  auto metrics = [&](const MatrixView& logits) -> std::array<double, 3> {
+    const std::array<const Array<NodeId>*, 3> sets = {&split->train, &split->valid, &split->test};
+    std::array<double, 3> res{};
+    if (!multilabel) {
+      std::int64_t c[6];
+      for (int i = 0; i < 3; ++i) {
+        const Counts k = accuracy_counts(logits, labels, sets[std::size_t(i)]->data(), std::int64_t(sets[std::size_t(i)]->size()));
+        c[2 * i] = k.correct;
+        c[2 * i + 1] = k.total;
+      }
+      comm.allreduce(c, 6);
+      for (int i = 0; i < 3; ++i) res[std::size_t(i)] = c[2 * i + 1] ? double(c[2 * i]) / double(c[2 * i + 1]) : 0.0;
+      return res;
     }
-    return rocauc(scores_buf.data(), label_buf.data(), std::int64_t(rows.size()), t);
+    // ROC-AUC ranks all rows together: gather the rows' scores and labels on rank 0.
+    const std::int64_t t = d.label_cols;
+    for (int i = 0; i < 3; ++i) {
+      const Array<NodeId>& rows = *sets[std::size_t(i)];
+      scores_buf.resize(rows.size() * std::size_t(t));
+      label_buf.resize(rows.size() * std::size_t(t));
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        std::copy_n(logits.row(rows[r]), t, scores_buf.data() + r * std::size_t(t));
+        std::copy_n(labels + std::int64_t(rows[r]) * t, t, label_buf.data() + r * std::size_t(t));
+      }
+      const std::vector<char> s = comm.gather(scores_buf.data(), scores_buf.size() * 4, 0, nullptr);
+      const std::vector<char> l = comm.gather(label_buf.data(), label_buf.size() * 4, 0, nullptr);
+      double v = 0;
+      if (lead)
+        v = rocauc(reinterpret_cast<const float*>(s.data()), reinterpret_cast<const std::int32_t*>(l.data()),
+                   std::int64_t(s.size() / 4) / t, t);
+      comm.allreduce(&v, 1);  // rank 0's value to every rank (the others add 0)
+      res[std::size_t(i)] = v;
+    }
+    return res;
   };
 
+  // All gradients travel in one buffer: one all-reduce per step.
+  std::int64_t grad_size = 0;
+  std::vector<float> grads;
+
   std::vector<RunState> states;
+  std::vector<double> bytes_hist, wait_hist, allreduce_hist, compute_hist;
   for (int run = 0; run < opt.runs; ++run) {
     RunState st;
     st.result.seed = opt.seed + std::uint64_t(run);
     Model model(opt.model, st.result.seed);
     for (Param* p : model.params())
       p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
-    if (opt.resume && load_checkpoint(run_dir(opt.checkpoint, run), model, st, key) && !opt.quiet)
+    grad_size = 0;
+    for (Param* p : model.params()) grad_size += p->grad.size();
+    grads.resize(std::size_t(grad_size));
+    const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : rank_dir(opt.checkpoint, run, rank);
+    if (opt.resume && resume_run(comm, ckdir, model, st, key) && lead && !opt.quiet)
       out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
+    if (exch) exch->drain();
     for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch) {
+      if (rank == opt.fault.rank && epoch == opt.fault.epoch) inject_fault(opt.fault);
+      if (exch) exch->stats().clear();
       Stopwatch clock;
       const MatrixView logits = model.forward(be, ctx, x, true, st.result.seed, epoch);
       double loss = multilabel
                         ? be.bce_logits(logits, labels, split->train.data(), ntrain, double(labelled), dlogits.view(), nullptr)
                         : be.softmax_xent(logits, labels, split->train.data(), ntrain, double(labelled), dlogits.view(), nullptr);
-      loss /= double(labelled);
       model.backward(be, ctx, dlogits.view());
+      Stopwatch reduce_clock;
+      if (ranks > 1) {
+        std::int64_t at = 0;
+        for (Param* p : model.params()) {
+          std::copy_n(p->grad.data(), p->grad.size(), grads.data() + at);
+          at += p->grad.size();
+        }
+        comm.allreduce(grads.data(), grad_size);
+        at = 0;
+        for (Param* p : model.params()) {
+          std::copy_n(grads.data() + at, p->grad.size(), p->grad.data());
+          at += p->grad.size();
+        }
+        comm.allreduce(&loss, 1);
+      }
+      const double reduce_s = reduce_clock.seconds();
+      loss /= double(labelled);
       ++st.adam_step;
       for (Param* p : model.params()) {
         AdamStep s;
@@ -294,13 +480,23 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
         be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), s);
       }
       const double secs = clock.seconds();
+      RankFigures fig;
+      fig.epoch_s = secs;
+      if (exch) {
+        fig.bytes = double(exch->stats().bytes_sent);
+        fig.wait_s = exch->stats().wait_s;
+        fig.allreduce_s = exch->stats().allreduce_s + reduce_s;
+      }
+      fig.compute_s = secs - fig.wait_s - fig.allreduce_s;
       st.result.epoch_seconds.push_back(secs);
       st.result.final_loss = loss;
       st.epoch = epoch;
       json rec = {{"type", "epoch"}, {"run", run}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}};
       if (epoch % opt.eval_every == 0 || epoch == opt.epochs) {
+        const double before = exch ? double(exch->stats().bytes_sent) : 0;
         const MatrixView eval = model.forward(be, ctx, x, false, st.result.seed, epoch);
-        const double tr = metric(eval, split->train), va = metric(eval, split->valid), te = metric(eval, split->test);
+        if (exch) fig.eval_bytes = double(exch->stats().bytes_sent) - before;
+        const auto [tr, va, te] = metrics(eval);
         rec["train"] = tr;
         rec["valid"] = va;
         rec["test"] = te;
@@ -318,7 +514,7 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
             }
           }
         }
-        if (!opt.quiet) {
+        if (lead && !opt.quiet) {
           char line[200];
           std::snprintf(line, sizeof line,
                         "run %d epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %.3f s\n", run,
@@ -326,11 +522,35 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
           out << line << std::flush;
         }
       }
+      if (ranks > 1) {  // the per-rank breakdown, on rank 0
+        const std::vector<char> all = comm.gather(&fig, sizeof fig, 0, nullptr);
+        if (lead) {
+          const auto* f = reinterpret_cast<const RankFigures*>(all.data());
+          json per = json::array();
+          double total = 0, wait = 0, ar = 0, comp = 0;
+          for (int r = 0; r < ranks; ++r) {
+            per.push_back({{"rank", r}, {"halo_bytes", f[r].bytes}, {"eval_halo_bytes", f[r].eval_bytes},
+                           {"compute_s", f[r].compute_s}, {"halo_wait_s", f[r].wait_s},
+                           {"allreduce_s", f[r].allreduce_s}, {"epoch_time_s", f[r].epoch_s}});
+            total += f[r].bytes;
+            wait = std::max(wait, f[r].wait_s);
+            ar = std::max(ar, f[r].allreduce_s);
+            comp = std::max(comp, f[r].compute_s);
+          }
+          rec["halo_bytes"] = total;
+          rec["ranks"] = per;
+          bytes_hist.push_back(total);
+          wait_hist.push_back(wait);
+          allreduce_hist.push_back(ar);
+          compute_hist.push_back(comp);
+        }
+      }
       if (log) log << rec.dump() << "\n";
-      if (!opt.checkpoint.empty() && (epoch % opt.checkpoint_every == 0 || epoch == opt.epochs))
-        save_checkpoint(run_dir(opt.checkpoint, run), model, st, key);
+      if (!ckdir.empty() && (epoch % opt.checkpoint_every == 0 || epoch == opt.epochs))
+        commit_checkpoint(comm, ckdir, model, st, key);
     }
-    if (!opt.quiet) {
+    if (exch) exch->drain();
+    if (lead && !opt.quiet) {
       char line[200];
       std::snprintf(line, sizeof line, "run %d: best valid %.4f at epoch %d, test %.4f\n", run,
                     st.result.best_valid, st.result.best_epoch, st.result.test_at_best);
@@ -349,32 +569,112 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt_in, 
   mean_std(valid, &summary.valid_mean, &summary.valid_std);
   mean_std(test, &summary.test_mean, &summary.test_std);
   summary.epoch_time_median_s = median(times);
-  summary.peak_rss_mb = double(peak_rss_bytes()) / (1 << 20);
+  double rss = double(peak_rss_bytes()) / (1 << 20);
+  comm.allreduce(&rss, 1, ReduceOp::kMax);
+  summary.peak_rss_mb = rss;
+  summary.halo_bytes_per_epoch = median(bytes_hist);
+  summary.halo_wait_s = median(wait_hist);
+  summary.allreduce_s = median(allreduce_hist);
+  summary.compute_s = median(compute_hist);
   if (log) log << summary.to_json().dump() << "\n";
-  if (opt.profile) out << "time per kernel (training and evaluation):\n" << timed.report();
+  if (opt.profile && lead) out << "time per kernel (training and evaluation, rank 0):\n" << timed.report();
 
   if (!opt.predictions_out.empty()) {  // the run with the best validation score, in input order
     const auto best = std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {
       return a.result.best_valid < b.result.best_valid;
     });
-    const bool remap = !d.original_ids.empty();
-    if (multilabel) {
-      const std::size_t t = std::size_t(d.label_cols);
-      std::vector<float> outv(best->best_scores.size());
-      for (std::int64_t v = 0; v < n; ++v) {
-        const std::size_t dst = std::size_t(remap ? d.original_ids[std::size_t(v)] : v);
-        for (std::size_t c = 0; c < t; ++c)
-          outv[dst * t + c] = 1.f / (1.f + std::exp(-best->best_scores[std::size_t(v) * t + c]));
+    // Every rank sends (global id, row) for its owned rows; rank 0 places them.
+    const std::size_t t = multilabel ? std::size_t(d.label_cols) : 1;
+    std::vector<NodeId> ids(static_cast<std::size_t>(n));
+    for (std::int64_t v = 0; v < n; ++v) ids[std::size_t(v)] = d.global_ids ? d.global_ids[v] : NodeId(v);
+    const std::vector<char> gid = comm.gather(ids.data(), ids.size() * sizeof(NodeId), 0, nullptr);
+    const std::vector<char> val = multilabel
+                                      ? comm.gather(best->best_scores.data(), best->best_scores.size() * 4, 0, nullptr)
+                                      : comm.gather(best->best_classes.data(), best->best_classes.size() * 4, 0, nullptr);
+    if (lead) {
+      const auto* g = reinterpret_cast<const NodeId*>(gid.data());
+      const std::size_t total = gid.size() / sizeof(NodeId);
+      auto place = [&](std::size_t i) {
+        const std::size_t v = std::size_t(g[i]);
+        return d.original_ids ? std::size_t(d.original_ids[v]) : v;
+      };
+      if (multilabel) {
+        const auto* sc = reinterpret_cast<const float*>(val.data());
+        std::vector<float> outv(total * t);
+        for (std::size_t i = 0; i < total; ++i)
+          for (std::size_t c = 0; c < t; ++c) outv[place(i) * t + c] = 1.f / (1.f + std::exp(-sc[i * t + c]));
+        write_npy(opt.predictions_out, outv.data(), std::uint64_t(total), t);
+      } else {
+        const auto* cl = reinterpret_cast<const std::int32_t*>(val.data());
+        std::vector<std::int64_t> outv(total, 0);
+        for (std::size_t i = 0; i < total; ++i) outv[place(i)] = cl[i];
+        write_npy(opt.predictions_out, outv.data(), std::uint64_t(total), 0);
       }
-      write_npy(opt.predictions_out, outv.data(), std::uint64_t(n), t);
-    } else {
-      std::vector<std::int64_t> outv(std::size_t(n), 0);
-      for (std::int64_t v = 0; v < n; ++v)
-        outv[std::size_t(remap ? d.original_ids[std::size_t(v)] : v)] = best->best_classes[std::size_t(v)];
-      write_npy(opt.predictions_out, outv.data(), std::uint64_t(n), 0);
     }
   }
   return summary;
+}
+
+}  // namespace
+
+TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std::ostream& out) {
+  const GraphDataset d = read_graph_dataset(dataset);
+  RankData r;
+  r.source = dataset.string();
+  r.fingerprint = read_dataset_meta(dataset).value("fingerprint", "");
+  r.owned = r.all = r.inner = r.global_nodes = d.num_nodes();
+  r.graph = d.graph.view();
+  std::vector<std::int32_t> degree(static_cast<std::size_t>(r.owned));
+  for (std::int64_t v = 0; v < r.owned; ++v) degree[std::size_t(v)] = std::int32_t(r.graph.degree(NodeId(v)));
+  r.degree = degree.data();
+  r.features = {const_cast<float*>(d.features.data()), r.owned, d.num_features, Device::kCpu};
+  r.labels = d.labels.data();
+  r.label_cols = d.label_cols;
+  r.num_classes = d.num_classes;
+  r.label_kind = d.label_kind;
+  r.splits = &d.splits;
+  r.default_split = d.split("public") ? "public" : (d.splits.empty() ? "" : d.splits[0].name);
+  r.original_ids = d.original_ids.empty() ? nullptr : d.original_ids.data();
+  LocalCommunicator local;
+  return train_rank(r, local, opt, out);
+}
+
+TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt, std::ostream& out) {
+  const json meta = read_parts_meta(parts);
+  const int k = meta.at("k").get<int>();
+  if (k != comm.size())
+    throw ParamError(parts.string() + " has " + std::to_string(k) + " parts but the job has " +
+                     std::to_string(comm.size()) + " rank" + (comm.size() == 1 ? "" : "s") +
+                     ": run it with mpirun -np " + std::to_string(k));
+  const Part p = read_part(parts, comm.rank());
+  const Array<NodeId> original = comm.rank() == 0 ? read_original_ids(parts) : Array<NodeId>();
+  RankData r;
+  r.source = (parts / ("part-" + std::to_string(p.rank))).string();
+  r.fingerprint = meta.value("fingerprint", "");
+  r.owned = p.num_owned;
+  r.all = p.num_owned + p.num_halo;
+  r.inner = p.num_inner;
+  r.global_nodes = p.global_nodes;
+  r.graph = p.graph.view();
+  r.degree = p.degree.data();
+  r.global_ids = p.global_ids.data();
+  r.features = {const_cast<float*>(p.features.data()), p.num_owned, p.num_features, Device::kCpu};
+  r.labels = p.labels.data();
+  r.label_cols = p.label_cols;
+  r.num_classes = p.num_classes;
+  r.label_kind = p.label_kind;
+  r.splits = &p.splits;
+  const std::string main_split = meta.at("options").value("split", "");
+  r.default_split = p.split("public") ? "public" : !main_split.empty() ? main_split
+                                                 : (p.splits.empty() ? "" : p.splits[0].name);
+  r.plan.k = k;
+  r.plan.owned = p.num_owned;
+  r.plan.halo = p.num_halo;
+  r.plan.send_offsets = p.send_offsets.data();
+  r.plan.send = p.send.data();
+  r.plan.recv_offsets = p.recv_offsets.data();
+  r.original_ids = original.empty() ? nullptr : original.data();
+  return train_rank(r, comm, opt, out);
 }
 
 }  // namespace halo

@@ -92,8 +92,8 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   o.epochs = 20;
   o.resume = true;
   train_dataset(cora(), o, out);
-  const auto a = read_meta(t / "straight/run-0", "halo-checkpoint", 1);
-  const auto b = read_meta(t / "resumed/run-0", "halo-checkpoint", 1);
+  const auto a = read_meta(t / "straight/run-0/rank-0/epoch-20", "halo-checkpoint", 1);
+  const auto b = read_meta(t / "resumed/run-0/rank-0/epoch-20", "halo-checkpoint", 1);
   EXPECT_EQ(a["epoch"], 20);
   EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "weights or optimiser state differ";
   EXPECT_EQ(a["best_valid"], b["best_valid"]);

@@ -9,6 +9,7 @@
 #include "halo/gnn/device.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
+#include "halo/runtime/comm.h"
 
 namespace halo::cli {
 
@@ -34,8 +35,23 @@ Action add_version(CLI::App& app) {
 
 }  // namespace halo::cli
 
+namespace {
+// One line on stderr; in a multi-rank job it names the rank and ends every rank of the job.
+int fail(int code, const std::string& what) {
+  halo::Communicator& comm = halo::world();
+  if (comm.size() > 1) {
+    std::fprintf(stderr, "error: rank %d of %d: %s (aborting the job)\n", comm.rank(), comm.size(), what.c_str());
+    std::fflush(stderr);
+    halo::abort_job(code);
+  }
+  std::fprintf(stderr, "error: %s\n", what.c_str());
+  return code;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace halo::cli;
+  halo::MpiSession mpi(&argc, &argv);  // only when started by mpirun / srun
   CLI::App app{"halo: full-graph GNN training on partitioned graphs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HALO_VERSION);
@@ -62,16 +78,12 @@ int main(int argc, char** argv) {
     for (CLI::App* sc : app.get_subcommands()) return actions.at(sc)();
     return 0;
   } catch (const halo::ParamError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return fail(2, e.what());
   } catch (const halo::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return fail(1, e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory\n");
-    return 1;
+    return fail(1, "out of memory");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: internal: %s\n", e.what());
-    return 70;
+    return fail(70, std::string("internal: ") + e.what());
   }
 }

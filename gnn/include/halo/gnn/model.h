@@ -34,14 +34,21 @@ struct Param {
   float weight_decay = 0;   // per parameter (Planetoid's GCN decays only the first layer)
 };
 
-// Moves rows between ranks. forward: rows [owned, rows) of `all` receive their owners' values.
-// backward: rows [owned, rows) of `all` are added into their owners' rows (remotely) and zeroed.
-// Collective: every rank calls it at the same point with the same width.
+// Moves rows between ranks, in two halves so a layer can compute while rows are in flight.
+// Collective: every rank calls the same sequence with the same widths.
 class Exchanger {
  public:
   virtual ~Exchanger() = default;
-  virtual void forward(const MatrixView& all) = 0;
-  virtual void backward(const MatrixView& all) = 0;
+  // Starts filling rows [owned, all) of `all` with their owners' values. Until forward_end the
+  // owned rows must not change and the halo rows must not be read. `layer` names the call site:
+  // an implementation may pipeline a training exchange across epochs (stale halo rows).
+  virtual void forward_begin(const MatrixView& all, int layer, bool training) = 0;
+  virtual void forward_end() = 0;
+  // Starts sending rows [owned, all) of `all` (gradients of the halo copies) to their owners;
+  // they must not change until backward_end, which adds what the other ranks sent into the
+  // owned rows of `all` (finished by the caller in between).
+  virtual void backward_begin(const MatrixView& all, int layer) = 0;
+  virtual void backward_end(const MatrixView& all) = 0;
   // Sums partial double sums across ranks (batch-norm statistics), in place.
   virtual void allreduce(double* data, std::int64_t n) = 0;
 };
@@ -49,6 +56,7 @@ class Exchanger {
 // The graph as a layer sees it.
 struct GraphContext {
   std::int64_t owned = 0, all = 0;  // rows of a layer's output, and of its input with halo
+  std::int64_t inner = 0;           // rows [0, inner) aggregate owned rows only (no halo)
   const GraphOperator* gcn = nullptr;
   const GraphOperator* mean = nullptr;
   const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks

@@ -14,6 +14,8 @@
 //   part-r/recv_offsets.bin int64 [K + 1]: halo rows from peer q are local rows
 //                                                  [owned + recv_offsets[q], owned + recv_offsets[q+1])
 //
+//   original_ids.bin       int32 [nodes]          (root, reordered datasets only) input order
+//
 // Halo rows are ordered by owning peer, then by global id; a peer's send list to r is r's
 // receive list from it, element for element.
 #pragma once
@@ -67,6 +69,8 @@ nlohmann::json partition_dataset(const std::filesystem::path& dataset,
 nlohmann::json read_parts_meta(const std::filesystem::path& dir);
 // The owner array (part of every global node).
 Array<PartId> read_owner(const std::filesystem::path& dir, const ReadOptions& = {});
+// The dataset's input order of every global node (empty when the dataset was not reordered).
+Array<NodeId> read_original_ids(const std::filesystem::path& dir, const ReadOptions& = {});
 // Maps part `rank` of PARTS; throws InputError naming the file on any mismatch.
 Part read_part(const std::filesystem::path& dir, int rank, const ReadOptions& = {});
 

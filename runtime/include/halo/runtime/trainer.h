@@ -33,6 +33,15 @@ struct TrainOptions {
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
+  // Distributed runs (halo train PARTS under mpirun); ignored by one process.
+  std::string halo_dtype = "f32";  // f32 | bf16: payload of the halo exchange
+  int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
+  // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang]): that rank fails at the start
+  // of that epoch, to prove a failure ends the whole job.
+  struct Fault {
+    int rank = -1, epoch = 0;
+    std::string mode = "throw";
+  } fault;
 
   // Throws ParamError for out-of-range values.
   void check() const;
@@ -42,6 +51,9 @@ struct TrainOptions {
 // ogbn-proteins-gcn) applied onto opt; throws ParamError naming the known ones.
 void apply_preset(const std::string& name, TrainOptions& opt);
 std::vector<std::string> preset_names();
+
+// Parses a HALO_INJECT_FAULT value; throws ParamError on a malformed one.
+TrainOptions::Fault parse_fault(const std::string& spec);
 
 struct RunResult {
   std::uint64_t seed = 0;
@@ -56,12 +68,23 @@ struct TrainSummary {
   std::vector<RunResult> runs;
   double valid_mean = 0, valid_std = 0, test_mean = 0, test_std = 0;
   double epoch_time_median_s = 0;
-  double peak_rss_mb = 0;
+  double peak_rss_mb = 0;           // the largest over ranks
+  // Distributed figures (medians over the training epochs; times are the slowest rank's).
+  int ranks = 1;
+  double halo_bytes_per_epoch = 0;   // all ranks together, one training step
+  double halo_wait_s = 0, allreduce_s = 0, compute_s = 0;
   nlohmann::json to_json() const;  // the "summary" log record
 };
 
 // Trains on a native dataset in this process. Epoch lines go to out (unless quiet).
 TrainSummary train_dataset(const std::filesystem::path& dataset, const TrainOptions& opt,
                            std::ostream& out);
+
+class Communicator;
+// One rank of a distributed run: rank r of comm trains on PARTS/part-r, exchanging halo rows
+// with the other ranks. Same model, protocol, logs and checkpoints as train_dataset; rank 0
+// prints, logs and writes predictions. Collective: every rank calls it with the same options.
+TrainSummary train_parts(const std::filesystem::path& parts, Communicator& comm, const TrainOptions& opt,
+                         std::ostream& out);
 
 }  // namespace halo

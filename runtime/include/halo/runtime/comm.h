@@ -1,0 +1,101 @@
+// Communicators: how ranks move bytes. One interface, three implementations: this process alone
+// (LocalCommunicator), MPI (CPU ranks, host buffers), and — with the GPU issue — NCCL. The halo
+// exchange and the trainer are written once against it.
+//
+// Failure model: every wait has a deadline (HALO_COMM_TIMEOUT_S, default 600 s). A rank whose
+// peer died or hangs does not wait forever: the wait throws SystemError naming the operation,
+// and the job is aborted (abort_job) — no rank is ever left blocked in a collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace halo {
+
+// A contiguous block of bytes to send to, or receive from, one peer.
+struct PeerBlock {
+  int peer = 0;
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// An exchange in flight; wait() completes it (idempotent).
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  virtual void wait() = 0;
+};
+
+enum class ReduceOp { kSum, kMin, kMax };
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* name() const = 0;
+
+  // Posts every receive and send (non-blocking) and returns the exchange in flight. Blocks must
+  // stay valid and untouched until wait(). Exchanges started by all ranks with the same tag
+  // match pairwise: a send to q is received by q's block from this rank with that tag.
+  virtual std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                            std::span<const PeerBlock> recvs, int tag) = 0;
+  // In-place reductions across all ranks; every rank gets the same bits.
+  virtual void allreduce(float* data, std::int64_t n, ReduceOp op = ReduceOp::kSum) = 0;
+  virtual void allreduce(double* data, std::int64_t n, ReduceOp op = ReduceOp::kSum) = 0;
+  virtual void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op = ReduceOp::kSum) = 0;
+  // Every rank's bytes, concatenated in rank order, on root (empty elsewhere); counts[r] = the
+  // number of bytes rank r gave (on root).
+  virtual std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                                   std::vector<std::size_t>* counts) = 0;
+  virtual void barrier() = 0;
+};
+
+// The single-process communicator: no peers; reductions are the identity.
+class LocalCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const char* name() const override { return "local"; }
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
+                                    int tag) override;
+  void allreduce(float*, std::int64_t, ReduceOp) override {}
+  void allreduce(double*, std::int64_t, ReduceOp) override {}
+  void allreduce(std::int64_t*, std::int64_t, ReduceOp) override {}
+  std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                           std::vector<std::size_t>* counts) override;
+  void barrier() override {}
+};
+
+// True when this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx).
+// halo initialises MPI only then, so plain `halo ...` never pays for (or depends on) MPI start-up.
+bool launched_by_mpi();
+
+// MPI for the lifetime of the object (MPI_Init_thread .. MPI_Finalize) when launched_by_mpi().
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+// MPI_COMM_WORLD when MPI is initialised, else a LocalCommunicator. Process-wide.
+Communicator& world();
+
+// Ends every rank of the job now with `code` (MPI_Abort when MPI runs with more than one rank;
+// otherwise returns so the caller exits normally).
+void abort_job(int code);
+
+// Seconds a wait may last before the job is declared dead (HALO_COMM_TIMEOUT_S, default 600).
+double comm_timeout_seconds();
+
+// Default OpenMP threads per rank: the CPUs this rank may use divided among the ranks that share
+// them (a job of 4 unbound ranks on 8 cores runs 2 threads each instead of 8 and thrashing).
+int default_threads_per_rank();
+
+}  // namespace halo

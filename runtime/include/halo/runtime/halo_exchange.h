@@ -1,0 +1,98 @@
+// The halo exchange, written once against the Communicator: it implements the model's Exchanger
+// for one part's halo plan.
+//
+//   forward:  pack the owned rows each peer needs (its send list) and post every receive straight
+//             into the halo rows (rows from one peer are contiguous); the layer aggregates its
+//             inner rows meanwhile; forward_end waits.
+//   backward: the halo rows' gradients go home (again contiguous per peer) while the layer
+//             computes its owned rows; backward_end adds what arrived into the owned rows, in a
+//             fixed order (deterministic).
+//
+// Two opt-in savers trade exactness for speed: a bfloat16 payload (half the bytes) and
+// staleness 1 (PipeGCN: a training exchange of epoch t delivers its rows at epoch t + 1, so the
+// whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "halo/gnn/backend.h"
+#include "halo/gnn/model.h"
+#include "halo/runtime/comm.h"
+
+namespace halo {
+
+// Who sends what to whom, for one rank (the arrays of a Part, see partition/parts.h).
+struct HaloPlan {
+  int k = 1;
+  std::int64_t owned = 0, halo = 0;
+  const EdgeId* send_offsets = nullptr;  // [k + 1]
+  const NodeId* send = nullptr;          // owned local rows, grouped by peer
+  const EdgeId* recv_offsets = nullptr;  // [k + 1]: halo rows from q start at owned + recv_offsets[q]
+
+  std::int64_t send_rows() const { return send_offsets[k]; }
+};
+
+enum class HaloDtype { kF32, kBf16 };
+
+struct ExchangeStats {
+  std::int64_t bytes_sent = 0;  // halo payload posted by this rank
+  double wait_s = 0;            // blocked waiting for halo rows
+  double allreduce_s = 0;       // blocked in batch-norm all-reduces
+  void clear() { *this = {}; }
+};
+
+class HaloExchanger final : public Exchanger {
+ public:
+  // staleness: 0 (exact) or 1. The plan's arrays must outlive the exchanger.
+  HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& plan, HaloDtype dtype, int staleness);
+  ~HaloExchanger() override;
+
+  void forward_begin(const MatrixView& all, int layer, bool training) override;
+  void forward_end() override;
+  void backward_begin(const MatrixView& all, int layer) override;
+  void backward_end(const MatrixView& all) override;
+  void allreduce(double* data, std::int64_t n) override;
+
+  // Completes every pipelined exchange and forgets stale rows (between runs, before exit).
+  void drain();
+  ExchangeStats& stats() { return stats_; }
+
+  // Bytes one rank sends in one training step (forward + backward) of a model whose layers
+  // exchange rows of the given widths; backward[l] says whether layer l sends gradients back.
+  static std::int64_t predicted_bytes(const HaloPlan& plan, const std::vector<std::int64_t>& widths,
+                                      const std::vector<bool>& backward, HaloDtype dtype);
+
+ private:
+  struct Slot;
+  Slot& slot(std::vector<std::unique_ptr<Slot>>& slots, int layer);
+  // Post an exchange; it lands in pending_next_ for the caller to keep or finish.
+  void start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place, int tag);
+  void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv, bool copy_send,
+                      int tag);
+  void finish_pending(std::unique_ptr<Pending>& p);
+  void unpack_halo(const std::vector<char>& recv, const MatrixView& all) const;
+  void add_received(const std::vector<char>& recv, const MatrixView& all);
+
+  Communicator& comm_;
+  Backend& be_;
+  HaloPlan plan_;
+  HaloDtype dtype_;
+  int staleness_;
+  ExchangeStats stats_;
+  std::unique_ptr<Pending> pending_, pending_next_;  // the exact exchange in flight; the one just posted
+  std::vector<char> send_buf_, recv_buf_;
+  std::vector<float> widened_;  // bf16 gradients widened before they are added
+  MatrixView fwd_all_;
+  bool fwd_stale_ = false;
+  // Pipelined (stale) exchanges: one slot per layer and direction.
+  std::vector<std::unique_ptr<Slot>> fwd_slots_, bwd_slots_;
+  Slot* bwd_active_ = nullptr;  // the stale slot whose gradients backward_end adds
+};
+
+// float <-> bfloat16 (round to nearest even; NaN stays NaN).
+std::uint16_t to_bf16(float f);
+float from_bf16(std::uint16_t h);
+
+}  // namespace halo
