@@ -1,0 +1,359 @@
+// Distributed training, end to end through mpirun (oversubscribed: 4 ranks run on 2 cores):
+// K ranks reproduce one process (losses, metrics, weights), the halo bytes each rank sends
+// equal the plan's prediction, checkpoints resume bit-identically across ranks, predictions come
+// back in input order, and a failing rank ends the whole job quickly.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "halo/graph/dataset.h"
+#include "halo/partition/parts.h"
+#include "halo/runtime/halo_exchange.h"
+#include "../test_util.h"
+
+namespace halo {
+namespace {
+
+using json = nlohmann::json;
+using test::TempDir;
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  double seconds = 0;
+  std::string out;
+};
+
+// Runs a shell command, capturing stdout and stderr together.
+Result shell(const std::string& cmd, const fs::path& out_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((cmd + " > " + out_file.string() + " 2>&1").c_str());
+  Result r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = test::read_bytes(out_file);
+  return r;
+}
+
+std::string halo() { return HALO_BINARY; }
+std::string mpirun(int np) {
+  return std::string(HALO_MPIEXEC) + " --oversubscribe --bind-to none -np " + std::to_string(np) + " ";
+}
+
+// Datasets shared by every test: Cora and a generated SBM, each with 2- and 4-part splits.
+class Data : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / ("halo-dist-" + std::to_string(getpid())); }
+  void SetUp() override {
+    // mpirun refuses root without these; the container may lack cross-memory attach.
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+    fs::create_directories(dir());
+    const std::string d = dir().string();
+    const std::vector<std::string> steps = {
+        halo() + " convert " + test::bundled("cora").string() + " -o " + d + "/cora",
+        halo() + " partition " + d + "/cora -k 2 -o " + d + "/cora-2",
+        halo() + " partition " + d + "/cora -k 4 -o " + d + "/cora-4",
+        halo() + " generate --nodes 3000 --avg-degree 8 --features 24 --classes 6 --seed 3 -o " + d + "/sbm",
+        halo() + " partition " + d + "/sbm -k 4 --method random -o " + d + "/sbm-4",
+    };
+    for (const auto& s : steps) {
+      const Result r = shell(s, dir() / "setup.out");
+      ASSERT_EQ(r.code, 0) << s << "\n" << r.out;
+    }
+  }
+  void TearDown() override { fs::remove_all(dir()); }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Data);
+
+fs::path data(const std::string& name) { return Data::dir() / name; }
+
+std::vector<json> read_log(const fs::path& p) {
+  std::vector<json> out;
+  std::ifstream f(p);
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+std::map<int, json> epochs(const std::vector<json>& log) {
+  std::map<int, json> m;
+  for (const auto& r : log)
+    if (r["type"] == "epoch") m[r["epoch"].get<int>()] = r;
+  return m;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), 1e-12); }
+
+// Trains on one process and on K ranks with the same options and compares every epoch, the
+// summary and the final weights.
+void expect_equivalent(const std::string& dataset, const std::string& parts, int k, const std::string& args) {
+  TempDir t;
+  const std::string common = " --threads 1 -q --checkpoint-every 1000 " + args;
+  const Result one = shell(halo() + " train " + data(dataset).string() + common + " --log " + (t / "1.jsonl").string() +
+                               " --checkpoint " + (t / "ck1").string(), t / "1.out");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const Result many = shell(mpirun(k) + halo() + " train " + data(parts).string() + common + " --log " +
+                                (t / "k.jsonl").string() + " --checkpoint " + (t / "ckk").string(), t / "k.out");
+  ASSERT_EQ(many.code, 0) << many.out;
+  const auto la = read_log(t / "1.jsonl"), lb = read_log(t / "k.jsonl");
+  const auto ea = epochs(la), eb = epochs(lb);
+  ASSERT_EQ(ea.size(), eb.size());
+  ASSERT_GT(ea.size(), 0u);
+  for (const auto& [e, ra] : ea) {
+    const json& rb = eb.at(e);
+    EXPECT_LT(rel(ra["loss"], rb["loss"]), 1e-4) << "epoch " << e << " loss " << ra["loss"] << " vs " << rb["loss"];
+    for (const char* m : {"train", "valid", "test"})
+      if (ra.contains(m)) {
+        EXPECT_LT(rel(ra[m], rb[m]), 1e-4) << "epoch " << e << " " << m;
+      }
+  }
+  const json& sa = la.back();
+  const json& sb = lb.back();
+  ASSERT_EQ(sa["type"], "summary");
+  ASSERT_EQ(sb["type"], "summary");
+  EXPECT_EQ(sb["ranks"], k);
+  EXPECT_LT(rel(sa["test_mean"], sb["test_mean"]), 1e-4);
+  EXPECT_LT(rel(sa["valid_mean"], sb["valid_mean"]), 1e-4);
+
+  // Final weights: rank 0's checkpoint against the single process's; every rank holds the same.
+  const int last = ea.rbegin()->first;
+  const fs::path a = t / "ck1/run-0/rank-0" / ("epoch-" + std::to_string(last));
+  const json ma = read_meta(a, "halo-checkpoint", 1);
+  for (int r = 0; r < k; ++r) {
+    const fs::path b = t / "ckk/run-0" / ("rank-" + std::to_string(r)) / ("epoch-" + std::to_string(last));
+    const json mb = read_meta(b, "halo-checkpoint", 1);
+    int compared = 0;
+    for (const auto& [name, entry] : ma.at("arrays").items()) {
+      if (name.size() < 6 || name.substr(name.size() - 6) != ".value") continue;
+      const Array<float> wa = map_listed<float>(a, ma, name, {}, kAnyShape, 1);
+      const Array<float> wb = map_listed<float>(b, mb, name, {}, kAnyShape, 1);
+      ASSERT_EQ(wa.size(), wb.size()) << name;
+      double num = 0, den = 0;
+      for (std::size_t i = 0; i < wa.size(); ++i) {
+        num = std::max(num, double(std::abs(wa[i] - wb[i])));
+        den = std::max(den, double(std::abs(wa[i])));
+      }
+      EXPECT_LT(num / std::max(den, 1e-12), 1e-4) << "rank " << r << " " << name;
+      ++compared;
+    }
+    EXPECT_GT(compared, 1);
+  }
+}
+
+TEST(Distributed, CoraTwoRanksEqualOneProcess) {
+  expect_equivalent("cora", "cora-2", 2, "--preset planetoid-gcn --epochs 30 --eval-every 5");
+}
+
+TEST(Distributed, CoraFourRanksEqualOneProcess) {
+  expect_equivalent("cora", "cora-4", 4, "--preset planetoid-gcn --epochs 30 --eval-every 5");
+}
+
+TEST(Distributed, BatchNormAndAggregateFirstLayersOnFourRanks) {
+  // 3 layers of width 32 with batch norm: the hidden layer aggregates before it transforms, so
+  // the exchange carries its input rows; batch-norm statistics are reduced over ranks.
+  expect_equivalent("cora", "cora-4", 4, "--preset ogbn-arxiv-gcn --hidden 32 --epochs 20 --eval-every 4");
+}
+
+TEST(Distributed, SageOnGeneratedGraphFourRandomParts) {
+  // Random parts: most rows are halo rows, the hardest case for the exchange.
+  expect_equivalent("sbm", "sbm-4", 4, "--model sage --layers 3 --hidden 16 --batch-norm --epochs 15 --eval-every 3");
+}
+
+TEST(Distributed, GcnOnGeneratedGraphFourRandomParts) {
+  expect_equivalent("sbm", "sbm-4", 4, "--layers 2 --hidden 64 --dropout 0.3 --epochs 15 --eval-every 5");
+}
+
+// Bytes a rank sends per training step, from its halo plan and the layer widths.
+std::int64_t predicted(const fs::path& parts, int rank, const std::vector<std::int64_t>& widths,
+                       const std::vector<bool>& backward, HaloDtype dtype) {
+  const Part p = read_part(parts, rank);
+  HaloPlan plan;
+  plan.k = p.k;
+  plan.owned = p.num_owned;
+  plan.halo = p.num_halo;
+  plan.send_offsets = p.send_offsets.data();
+  plan.send = p.send.data();
+  plan.recv_offsets = p.recv_offsets.data();
+  return HaloExchanger::predicted_bytes(plan, widths, backward, dtype);
+}
+
+TEST(Distributed, BytesSentEqualThePlan) {
+  TempDir t;
+  // Cora: 1433 features, 7 classes. Hidden 2000 makes layer 0 aggregate first (exchange width
+  // 1433; no backward exchange: nothing needs the input's gradient); layer 1 transforms first
+  // (width 7, both directions).
+  for (const std::string dtype : {"f32", "bf16"}) {
+    const Result r = shell(mpirun(4) + halo() + " train " + data("cora-4").string() +
+                               " --hidden 2000 --epochs 3 --eval-every 100 --threads 1 -q --halo-dtype " + dtype +
+                               " --log " + (t / "log.jsonl").string(),
+                           t / "out");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto e = epochs(read_log(t / "log.jsonl"));
+    ASSERT_EQ(e.size(), 3u);
+    const HaloDtype dt = dtype == "f32" ? HaloDtype::kF32 : HaloDtype::kBf16;
+    double total = 0;
+    for (int rank = 0; rank < 4; ++rank) {
+      const std::int64_t want = predicted(data("cora-4"), rank, {1433, 7}, {false, true}, dt);
+      EXPECT_GT(want, 0);
+      for (int ep : {1, 2}) {
+        const json& pr = e.at(ep)["ranks"][std::size_t(rank)];
+        EXPECT_EQ(pr["rank"], rank);
+        EXPECT_EQ(pr["halo_bytes"].get<double>(), double(want)) << dtype << " rank " << rank << " epoch " << ep;
+      }
+      total += double(want);
+    }
+    EXPECT_EQ(e.at(1)["halo_bytes"].get<double>(), total);
+    // The final epoch evaluates: the exact forward exchange again, on top of the step.
+    const json& last = e.at(3)["ranks"][0];
+    EXPECT_EQ(last["eval_halo_bytes"].get<double>(),
+              double(predicted(data("cora-4"), 0, {1433, 7}, {false, false}, dt)));
+  }
+}
+
+TEST(Distributed, ResumeAcrossRanksIsBitIdentical) {
+  TempDir t;
+  const std::string base = mpirun(2) + halo() + " train " + data("cora-2").string() +
+                           " --preset ogbn-arxiv-gcn --hidden 32 --threads 1 -q --checkpoint-every 4";
+  ASSERT_EQ(shell(base + " --epochs 20 --checkpoint " + (t / "a").string() + " --log " + (t / "a.jsonl").string(),
+                  t / "o").code, 0);
+  ASSERT_EQ(shell(base + " --epochs 9 --checkpoint " + (t / "b").string() + " --log " + (t / "b.jsonl").string(),
+                  t / "o").code, 0);
+  // Older epochs are gone once every rank has committed a newer one.
+  EXPECT_FALSE(fs::exists(t / "b/run-0/rank-1/epoch-8"));
+  EXPECT_TRUE(fs::exists(t / "b/run-0/rank-1/epoch-9"));
+  const Result res = shell(base + " --epochs 20 --resume --checkpoint " + (t / "b").string() + " --log " +
+                               (t / "b.jsonl").string(), t / "o");
+  ASSERT_EQ(res.code, 0) << res.out;
+  for (int r = 0; r < 2; ++r) {
+    const std::string rd = "run-0/rank-" + std::to_string(r) + "/epoch-20";
+    const json a = read_meta(t / "a" / rd, "halo-checkpoint", 1), b = read_meta(t / "b" / rd, "halo-checkpoint", 1);
+    EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "rank " << r << ": weights or optimiser state differ";
+  }
+  const auto ea = epochs(read_log(t / "a.jsonl")), eb = epochs(read_log(t / "b.jsonl"));
+  for (int e = 1; e <= 20; ++e) EXPECT_EQ(ea.at(e)["loss"], eb.at(e)["loss"]) << "epoch " << e;
+}
+
+TEST(Distributed, ResumeUsesTheNewestEpochEveryRankHas) {
+  TempDir t;
+  const std::string base = mpirun(2) + halo() + " train " + data("cora-2").string() +
+                           " --hidden 16 --threads 1 --eval-every 100 --checkpoint-every 2 --checkpoint " + (t / "c").string();
+  ASSERT_EQ(shell(base + " --epochs 6", t / "o").code, 0);
+  // A job that died while committing epoch 8: rank 0 has it, rank 1 does not (and both still
+  // have 6, since removal waits for every rank).
+  fs::copy(t / "c/run-0/rank-0/epoch-6", t / "c/run-0/rank-0/epoch-8", fs::copy_options::recursive);
+  const Result r = shell(base + " --epochs 7 --resume", t / "o");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("resumed after epoch 6"), std::string::npos) << r.out;
+}
+
+// The int64 payload of a version-1 .npy file (halo writes these).
+std::vector<std::int64_t> read_npy_i64(const fs::path& p) {
+  const std::string bytes = test::read_bytes(p);
+  if (bytes.size() < 10) return {};
+  const std::size_t header = std::size_t(std::uint8_t(bytes[8])) | std::size_t(std::uint8_t(bytes[9])) << 8;
+  std::vector<std::int64_t> out((bytes.size() - 10 - header) / 8);
+  std::memcpy(out.data(), bytes.data() + 10 + header, out.size() * 8);
+  return out;
+}
+
+TEST(Distributed, PredictionsComeBackInInputOrder) {
+  TempDir t;
+  const std::string opts = " --preset planetoid-gcn --epochs 40 --eval-every 10 --threads 1 -q --predictions-out ";
+  ASSERT_EQ(shell(halo() + " train " + data("cora").string() + opts + (t / "one.npy").string(), t / "o").code, 0);
+  const Result r = shell(mpirun(4) + halo() + " train " + data("cora-4").string() + opts + (t / "four.npy").string(), t / "o");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto a = read_npy_i64(t / "one.npy"), b = read_npy_i64(t / "four.npy");
+  ASSERT_EQ(a.size(), 2708u);
+  ASSERT_EQ(b.size(), a.size());
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  EXPECT_GE(double(same), 0.999 * double(a.size())) << "only " << same << " of " << a.size() << " rows agree";
+}
+
+TEST(Distributed, CommunicationSaversStillLearn) {
+  TempDir t;
+  for (const std::string saver : {"--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
+    const Result r = shell(mpirun(4) + halo() + " train " + data("cora-4").string() +
+                               " --preset planetoid-gcn --eval-every 50 --threads 1 -q " + saver + " --log " +
+                               (t / "log.jsonl").string(), t / "out");
+    ASSERT_EQ(r.code, 0) << saver << "\n" << r.out;
+    const json s = read_log(t / "log.jsonl").back();
+    EXPECT_GE(s["test_mean"].get<double>(), 0.76) << saver;
+  }
+}
+
+TEST(Distributed, MismatchedRankCountIsAClearError) {
+  TempDir t;
+  const Result r = shell(mpirun(2) + halo() + " train " + data("cora-4").string() + " --epochs 2", t / "o");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("has 4 parts but the job has 2 ranks"), std::string::npos) << r.out;
+  const Result one = shell(halo() + " train " + data("cora-4").string() + " --epochs 2", t / "o1");
+  EXPECT_EQ(one.code, 2);
+  EXPECT_NE(one.out.find("mpirun -np 4"), std::string::npos) << one.out;
+}
+
+// Live (not zombie) processes whose command line contains marker.
+int live_processes(const std::string& marker) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = test::read_bytes(e.path() / "cmdline");
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(marker) == std::string::npos || cmd.find("halo") == std::string::npos) continue;
+    const std::string stat = test::read_bytes(e.path() / "stat");
+    const std::size_t close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') continue;
+    ++n;
+  }
+  return n;
+}
+
+void expect_job_dies(const std::string& mode, double limit_s) {
+  TempDir t;
+  const std::string marker = (t / "log.jsonl").string();  // unique to this job's command line
+  const Result r = shell("HALO_INJECT_FAULT=2:3:" + mode + " HALO_COMM_TIMEOUT_S=4 " + mpirun(4) + halo() +
+                             " train " + data("cora-4").string() + " --epochs 100000 --threads 1 -q --log " + marker,
+                         t / "out");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_LT(r.seconds, limit_s) << r.out;
+  if (mode == "throw") {
+    EXPECT_NE(r.out.find("rank 2 of 4: injected fault"), std::string::npos) << r.out;
+  }
+  if (mode == "hang") {
+    EXPECT_NE(r.out.find("no answer from the other ranks"), std::string::npos) << r.out;
+  }
+  for (int i = 0; i < 50 && live_processes(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(live_processes(marker), 0) << "ranks left running";
+}
+
+TEST(Distributed, ARankThatThrowsEndsTheJob) { expect_job_dies("throw", 10); }
+TEST(Distributed, ARankThatIsKilledEndsTheJob) { expect_job_dies("kill", 15); }
+TEST(Distributed, ARankThatHangsEndsTheJobAtTheTimeout) { expect_job_dies("hang", 15); }
+
+TEST(HaloExchange, Bfloat16RoundsToNearestEven) {
+  EXPECT_EQ(from_bf16(to_bf16(1.0f)), 1.0f);
+  EXPECT_EQ(from_bf16(to_bf16(-2.5f)), -2.5f);
+  // 1 + 2^-8 lies halfway between two bfloat16 values (1 and 1 + 2^-7): ties go to even (1).
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(from_bf16(to_bf16(1.0f + 3.0f / 256)), 1.0f + 1.0f / 64);
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::nanf("")))));
+  EXPECT_TRUE(std::isinf(from_bf16(to_bf16(INFINITY))));
+  for (float x : {0.1f, 3.14159f, -1e-20f, 6.5e4f}) EXPECT_LE(std::abs(from_bf16(to_bf16(x)) - x), std::abs(x) / 256);
+}
+
+}  // namespace
+}  // namespace halo
