@@ -1,7 +1,7 @@
 // Model layers: forward and explicit backward against the Backend.
 //
 // GCN layer l (input h: owned x in, output owned x out):
-//   transform first (out < in: fewer columns to aggregate and to exchange):
+//   transform first (out <= in: no more columns to aggregate and to exchange, less kept):
 //       T = h W (owned rows) -> exchange -> Y = A T + b
 //   aggregate first:
 //       X = [h | halo rows] -> exchange -> Z = A X -> Y = Z W + b
@@ -251,7 +251,9 @@ Model::Model(const ModelConfig& config, std::uint64_t seed) : config_(config) {
     L->sage = config_.kind == "sage";
     L->in = l == 0 ? config_.in : config_.hidden;
     L->out = L->last ? config_.out : config_.hidden;
-    L->transform_first = L->out < L->in;
+    // Transform first when the layer does not widen: the SpMM and the exchange are no wider, and
+    // nothing but the input needs keeping for backward (aggregate-first keeps A X as well).
+    L->transform_first = L->out <= L->in;
     const std::string pre = "layer" + std::to_string(l) + ".";
     Matrix w;
     {

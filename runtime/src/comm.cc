@@ -167,6 +167,10 @@ class MpiCommunicator final : public Communicator {
     wait_all(req, "barrier");
   }
 
+  void abort(int code) override {
+    if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  }
+
  private:
   static constexpr int kGatherTag = 1 << 20;
 
@@ -249,12 +253,7 @@ Communicator& world() {
   return local;
 }
 
-void abort_job(int code) {
-  if (!g_mpi) return;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
-}
+void abort_job(int code) { world().abort(code); }
 
 double comm_timeout_seconds() {
   static const double s = [] {

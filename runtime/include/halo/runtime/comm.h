@@ -53,6 +53,9 @@ class Communicator {
   virtual std::vector<char> gather(const void* data, std::size_t bytes, int root,
                                    std::vector<std::size_t>* counts) = 0;
   virtual void barrier() = 0;
+  // Ends every rank of the job with `code` (MPI_Abort); the local communicator returns, and its
+  // caller exits normally.
+  virtual void abort(int code) = 0;
 };
 
 // The single-process communicator: no peers; reductions are the identity.
@@ -69,6 +72,7 @@ class LocalCommunicator final : public Communicator {
   std::vector<char> gather(const void* data, std::size_t bytes, int root,
                            std::vector<std::size_t>* counts) override;
   void barrier() override {}
+  void abort(int) override {}
 };
 
 // True when this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx).
@@ -87,8 +91,7 @@ class MpiSession {
 // MPI_COMM_WORLD when MPI is initialised, else a LocalCommunicator. Process-wide.
 Communicator& world();
 
-// Ends every rank of the job now with `code` (MPI_Abort when MPI runs with more than one rank;
-// otherwise returns so the caller exits normally).
+// world().abort(code): ends every rank of a multi-rank job; returns in a single process.
 void abort_job(int code);
 
 // Seconds a wait may last before the job is declared dead (HALO_COMM_TIMEOUT_S, default 600).
