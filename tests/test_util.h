@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -58,9 +59,18 @@ inline std::string read_bytes(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-inline fs::path source_dir() { return HALO_SOURCE_DIR; }
+// Paths compiled in by CMake, each overridable by the environment variable of the same name —
+// so test binaries built here also run from another checkout (tools/gpu-check.sh on a GPU
+// machine).
+inline std::string configured(const char* name, const char* compiled) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : compiled;
+}
+inline fs::path source_dir() { return configured("HALO_SOURCE_DIR", HALO_SOURCE_DIR); }
 inline fs::path bundled(const std::string& rel) { return source_dir() / "datasets" / rel; }
-inline fs::path test_data(const std::string& rel) { return fs::path(HALO_TEST_DATA_DIR) / rel; }
+inline fs::path test_data(const std::string& rel) {
+  return fs::path(configured("HALO_TEST_DATA_DIR", HALO_TEST_DATA_DIR)) / rel;
+}
 
 // Runs fn, expecting an InputError whose message contains every one of parts.
 template <class Fn>

@@ -287,6 +287,11 @@ void CpuBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std:
   }
 }
 
+void CpuBackend::add(const MatrixView& src, const MatrixView& dst) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < src.size(); ++i) dst.data[i] += src.data[i];
+}
+
 void CpuBackend::copy(const MatrixView& src, const MatrixView& dst) {
   std::memcpy(dst.data, src.data, sizeof(float) * std::size_t(src.size()));
 }

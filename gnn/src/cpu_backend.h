@@ -38,6 +38,7 @@ class CpuBackend final : public Backend {
                    const MatrixView& dst) override;
   void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                         const MatrixView& dst) override;
+  void add(const MatrixView& src, const MatrixView& dst) override;
   void copy(const MatrixView& src, const MatrixView& dst) override;
   void fill(const MatrixView& X, float v) override;
 };

@@ -1,5 +1,6 @@
 // Device discovery without the CUDA backend: says so. The CUDA build defines these functions in
 // device_cuda.cu instead.
+#include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
 
 #include "halo/graph/error.h"
@@ -14,6 +15,15 @@ CudaDevices cuda_devices() {
 }
 
 std::vector<float> cuda_smoke_test(int) { throw SystemError(cuda_devices().reason); }
+
+std::size_t device_peak_bytes() { return 0; }
+void device_synchronize() { throw SystemError(cuda_devices().reason); }
+void use_device(int) { throw SystemError(cuda_devices().reason); }
+void* device_alloc(std::size_t) { throw SystemError(cuda_devices().reason); }
+void device_free(void*) noexcept {}
+void device_copy(void*, const void*, std::size_t, CopyKind) { throw SystemError(cuda_devices().reason); }
+void device_zero(void*, std::size_t) { throw SystemError(cuda_devices().reason); }
+Backend& cuda_backend() { throw SystemError(cuda_devices().reason); }
 
 }  // namespace halo
 #endif

@@ -1,5 +1,8 @@
 // Device discovery and a smoke-test kernel for the CUDA build.
+#include <algorithm>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "halo/gnn/cuda_check.h"
 #include "halo/gnn/device.h"
@@ -57,6 +60,64 @@ std::vector<float> cuda_smoke_test(int n) {
   HALO_CUDA_CHECK(cudaMemcpy(h_out.data(), d_out.get(), sizeof(float) * h_out.size(),
                              cudaMemcpyDeviceToHost));
   return h_out;
+}
+
+void use_device(int index) { HALO_CUDA_CHECK(cudaSetDevice(index)); }
+
+namespace {
+// Bytes halo holds on the GPU now and at most, for the peak-memory figure of the logs.
+struct Usage {
+  std::mutex mu;
+  std::unordered_map<void*, std::size_t> sizes;
+  std::size_t now = 0, peak = 0;
+};
+Usage& usage() {
+  static Usage u;
+  return u;
+}
+}  // namespace
+
+void* device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  if (bytes == 0) return nullptr;
+  HALO_CUDA_CHECK(cudaMalloc(&p, bytes));
+  Usage& u = usage();
+  std::lock_guard<std::mutex> lock(u.mu);
+  u.sizes[p] = bytes;
+  u.now += bytes;
+  u.peak = std::max(u.peak, u.now);
+  return p;
+}
+
+void device_free(void* p) noexcept {
+  if (!p) return;
+  cudaFree(p);
+  Usage& u = usage();
+  std::lock_guard<std::mutex> lock(u.mu);
+  const auto it = u.sizes.find(p);
+  if (it == u.sizes.end()) return;
+  u.now -= it->second;
+  u.sizes.erase(it);
+}
+
+std::size_t device_peak_bytes() {
+  Usage& u = usage();
+  std::lock_guard<std::mutex> lock(u.mu);
+  return u.peak;
+}
+
+void device_synchronize() { HALO_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void device_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
+  if (bytes == 0) return;
+  const cudaMemcpyKind k = kind == CopyKind::kHostToDevice   ? cudaMemcpyHostToDevice
+                           : kind == CopyKind::kDeviceToHost ? cudaMemcpyDeviceToHost
+                                                             : cudaMemcpyDeviceToDevice;
+  HALO_CUDA_CHECK(cudaMemcpy(dst, src, bytes, k));
+}
+
+void device_zero(void* p, std::size_t bytes) {
+  if (bytes) HALO_CUDA_CHECK(cudaMemset(p, 0, bytes));
 }
 
 }  // namespace halo

@@ -3,7 +3,24 @@
 
 #include <cmath>
 
+#include "halo/gnn/device.h"
+
 namespace halo {
+
+void DeviceSparse::Free::operator()(void* p) const noexcept { device_free(p); }
+
+DeviceSparse::DeviceSparse(const SparseMatrix& a) {
+  auto upload = [](const void* src, std::size_t bytes) {
+    void* p = device_alloc(bytes);
+    device_copy(p, src, bytes, CopyKind::kHostToDevice);
+    return p;
+  };
+  offsets_.reset(upload(a.offsets.data(), sizeof(EdgeId) * a.offsets.size()));
+  indices_.reset(upload(a.indices.data(), sizeof(NodeId) * a.indices.size()));
+  values_.reset(upload(a.values.data(), sizeof(float) * a.values.size()));
+  view_ = {a.rows, a.cols, static_cast<const EdgeId*>(offsets_.get()), static_cast<const NodeId*>(indices_.get()),
+           static_cast<const float*>(values_.get())};
+}
 
 SparseMatrix transpose(const SparseMatrix& a) {
   SparseMatrix t;

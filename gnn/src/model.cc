@@ -18,21 +18,26 @@
 namespace halo {
 namespace {
 
-void glorot(Param& p, std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream) {
-  p.value = Matrix(in, out);
+// Glorot-uniform weights, drawn on the host (the same numbers for every device) then placed.
+Matrix glorot(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream, Device device) {
+  std::vector<float> w(std::size_t(in * out));
   const PhiloxKey key = philox_key(seed, kStreamInit + stream);
   const float a = float(std::sqrt(6.0 / double(in + out)));
   for (std::int64_t i = 0; i < in; ++i)
     for (std::int64_t j = 0; j < out; ++j)
-      p.value.at(i, j) = (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * a;
+      w[std::size_t(i * out + j)] = (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * a;
+  Matrix m(in, out, 0.f, device);
+  m.assign(w);
+  return m;
 }
 
 Param make_param(std::string name, Matrix value) {
   Param p;
   p.name = std::move(name);
-  p.grad = Matrix(value.rows(), value.cols());
-  p.m = Matrix(value.rows(), value.cols());
-  p.v = Matrix(value.rows(), value.cols());
+  const Device d = value.device();
+  p.grad = Matrix(value.rows(), value.cols(), 0.f, d);
+  p.m = Matrix(value.rows(), value.cols(), 0.f, d);
+  p.v = Matrix(value.rows(), value.cols(), 0.f, d);
   p.value = std::move(value);
   return p;
 }
@@ -125,13 +130,13 @@ void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView&
                            float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
                            Matrix& scratch) {
   x = in_rows;
-  const GraphOperator& op = sage ? *g.mean : *g.gcn;
+  const OperatorView& op = sage ? g.mean : g.gcn;
   y.resize(g.owned, out);
   if (transform_first) {
     scratch.resize(g.all, out);
     const MatrixView t_all = scratch.view();
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
-    aggregate_with_halo(be, g, op.fwd.view(), t_all, y.view(), index, training);
+    aggregate_with_halo(be, g, op.fwd, t_all, y.view(), index, training);
   } else {
     MatrixView xa = x;
     if (g.exchange) {
@@ -140,7 +145,7 @@ void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView&
       xa = scratch.view();
     }
     z.resize(g.owned, in);
-    aggregate_with_halo(be, g, op.fwd.view(), xa, z.view(), index, training);
+    aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training);
     be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y.view());
   }
   if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y.view());
@@ -185,10 +190,13 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
       be.batch_norm_grad_sums(dy, xhat.view(), s.data(), s.data() + c);
       // The parameters' own gradients stay partial (the trainer sums every gradient across
       // ranks once); the normalisation below needs the global sums now.
+      std::vector<float> gb(c), gg(c);
       for (std::size_t j = 0; j < c; ++j) {
-        beta.grad.data()[j] = float(s[j]);
-        gamma.grad.data()[j] = float(s[c + j]);
+        gb[j] = float(s[j]);
+        gg[j] = float(s[c + j]);
       }
+      beta.grad.assign(gb);
+      gamma.grad.assign(gg);
       if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
       std::vector<float> mdy(c), mdyx(c);
       for (std::size_t j = 0; j < c; ++j) {
@@ -199,7 +207,7 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
     }
   }
   if (!bn) be.column_sums(dy, b.grad.data());
-  const GraphOperator& op = sage ? *g.mean : *g.gcn;
+  const OperatorView& op = sage ? g.mean : g.gcn;
   // For GCN, dx may be the very buffer dy lives in (the model reuses one gradient buffer for
   // every layer): dy is fully consumed before dx is resized and written below.
   if (sage) {
@@ -211,7 +219,7 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
   }
   if (transform_first) {
     scratch.resize(g.all, out);
-    aggregate_transpose_with_halo(be, g, op.bwd.view(), dy, scratch.view(), index);
+    aggregate_transpose_with_halo(be, g, op.bwd, dy, scratch.view(), index);
     const MatrixView dt = scratch.view().rows_range(0, g.owned);
     be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
     if (dx) {
@@ -228,22 +236,23 @@ void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView
   be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz.view());
   if (direct) {
     dx->resize(g.owned, in);
-    be.spmm(op.bwd.view(), dz.view(), dx->view());
+    be.spmm(op.bwd, dz.view(), dx->view());
     return;
   }
   scratch.resize(g.all, in);
-  aggregate_transpose_with_halo(be, g, op.bwd.view(), dz.view(), scratch.view(), index);
+  aggregate_transpose_with_halo(be, g, op.bwd, dz.view(), scratch.view(), index);
   const MatrixView own = scratch.view().rows_range(0, g.owned);
   if (sage) {
-    for (std::int64_t i = 0; i < own.size(); ++i) dx->data()[i] += own.data[i];
+    be.add(own, dx->view());
   } else {
     dx->resize(g.owned, in);
     be.copy(own, dx->view());
   }
 }
 
-Model::Model(const ModelConfig& config, std::uint64_t seed) : config_(config) {
+Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : config_(config), device_(device) {
   config_.check();
+  for (Matrix* m : {&x_drop_, &scratch_, &scratch2_, &grad_[0], &grad_[1]}) m->set_device(device);
   for (int l = 0; l < config_.layers; ++l) {
     auto L = std::make_unique<Layer>();
     L->index = l;
@@ -255,28 +264,19 @@ Model::Model(const ModelConfig& config, std::uint64_t seed) : config_(config) {
     // nothing but the input needs keeping for backward (aggregate-first keeps A X as well).
     L->transform_first = L->out <= L->in;
     const std::string pre = "layer" + std::to_string(l) + ".";
-    Matrix w;
-    {
-      Param tmp;
-      glorot(tmp, L->in, L->out, seed, std::uint64_t(l) * 4);
-      w = std::move(tmp.value);
-    }
-    L->w = make_param(pre + "weight", std::move(w));
-    L->b = make_param(pre + "bias", Matrix(1, L->out));
-    if (L->sage) {
-      Param tmp;
-      glorot(tmp, L->in, L->out, seed, std::uint64_t(l) * 4 + 1);
-      L->w_root = make_param(pre + "root_weight", std::move(tmp.value));
-    }
+    L->w = make_param(pre + "weight", glorot(L->in, L->out, seed, std::uint64_t(l) * 4, device));
+    L->b = make_param(pre + "bias", Matrix(1, L->out, 0.f, device));
+    if (L->sage) L->w_root = make_param(pre + "root_weight", glorot(L->in, L->out, seed, std::uint64_t(l) * 4 + 1, device));
     L->bn = config_.batch_norm && !L->last;
     if (L->bn) {
-      L->gamma = make_param(pre + "bn.weight", Matrix(1, L->out, 1.f));
-      L->beta = make_param(pre + "bn.bias", Matrix(1, L->out));
+      L->gamma = make_param(pre + "bn.weight", Matrix(1, L->out, 1.f, device));
+      L->beta = make_param(pre + "bn.bias", Matrix(1, L->out, 0.f, device));
       L->run_mean.assign(std::size_t(L->out), 0.f);
       L->run_var.assign(std::size_t(L->out), 1.f);
       L->mean.assign(std::size_t(L->out), 0.f);
       L->inv_std.assign(std::size_t(L->out), 1.f);
     }
+    for (Matrix* m : {&L->z, &L->y, &L->xhat}) m->set_device(device);
     layers_.push_back(std::move(L));
   }
 }

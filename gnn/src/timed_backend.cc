@@ -87,6 +87,7 @@ void TimedBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::in
 void TimedBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst) {
   timed("scatter_add_rows", [&] { inner_.scatter_add_rows(src, idx, n, dst); });
 }
+void TimedBackend::add(const MatrixView& src, const MatrixView& dst) { timed("add", [&] { inner_.add(src, dst); }); }
 void TimedBackend::copy(const MatrixView& src, const MatrixView& dst) { timed("copy", [&] { inner_.copy(src, dst); }); }
 void TimedBackend::fill(const MatrixView& X, float v) { timed("fill", [&] { inner_.fill(X, v); }); }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "halo/gnn/device.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 
@@ -38,7 +39,11 @@ struct HaloExchanger::Slot {
 };
 
 HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& plan, HaloDtype dtype, int staleness)
-    : comm_(comm), be_(be), plan_(plan), dtype_(dtype), staleness_(staleness) {
+    : comm_(comm), be_(be), plan_(plan), dtype_(dtype), staleness_(staleness), gpu_(be.device() == Device::kCuda) {
+  if (gpu_) {  // rows are packed on the device, then staged through the host for MPI
+    send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
+    stage_.set_device(Device::kCuda);
+  }
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -73,7 +78,18 @@ void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send
   const std::int64_t w = all.cols, n = plan_.send_rows();
   const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
   send.resize(std::size_t(n * w) * es);
-  if (dtype_ == HaloDtype::kF32) {
+  if (gpu_) {
+    stage_.resize(n, w);
+    be_.gather_rows(all, send_dev_->data(), n, stage_.view());
+    if (dtype_ == HaloDtype::kF32) {
+      copy_floats(Device::kCpu, reinterpret_cast<float*>(send.data()), Device::kCuda, stage_.data(), n * w);
+    } else {
+      host_rows_.resize(std::size_t(n * w));
+      copy_floats(Device::kCpu, host_rows_.data(), Device::kCuda, stage_.data(), n * w);
+      auto* out = reinterpret_cast<std::uint16_t*>(send.data());
+      for (std::int64_t i = 0; i < n * w; ++i) out[i] = to_bf16(host_rows_[std::size_t(i)]);
+    }
+  } else if (dtype_ == HaloDtype::kF32) {
     be_.gather_rows(all, plan_.send, n, {reinterpret_cast<float*>(send.data()), n, w, all.device});
   } else {
     auto* out = reinterpret_cast<std::uint16_t*>(send.data());
@@ -105,6 +121,12 @@ void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& sen
   const std::int64_t w = all.cols, h = plan_.halo;
   const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
   const float* halo_rows = all.row(plan_.owned);
+  if (gpu_) {  // stage the halo rows' gradients on the host
+    host_rows_.resize(std::size_t(h * w));
+    copy_floats(Device::kCpu, host_rows_.data(), Device::kCuda, halo_rows, h * w);
+    halo_rows = host_rows_.data();
+    copy_send = true;  // host_rows_ is reused before the exchange completes
+  }
   const char* src = reinterpret_cast<const char*>(halo_rows);
   if (dtype_ == HaloDtype::kBf16) {
     send.resize(std::size_t(h * w) * es);
@@ -129,16 +151,21 @@ void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& sen
   pending_next_ = comm_.exchange(sends, recvs, tag);
 }
 
-void HaloExchanger::unpack_halo(const std::vector<char>& recv, const MatrixView& all) const {
+void HaloExchanger::unpack_halo(const std::vector<char>& recv, const MatrixView& all) {
   const std::int64_t n = plan_.halo * all.cols;
-  float* dst = all.row(plan_.owned);
   if (dtype_ == HaloDtype::kF32) {
-    std::memcpy(dst, recv.data(), std::size_t(n) * 4);
+    copy_floats(all.device, all.row(plan_.owned), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n);
     return;
+  }
+  float* dst = all.row(plan_.owned);
+  if (gpu_) {
+    host_rows_.resize(std::size_t(n));
+    dst = host_rows_.data();
   }
   const auto* in = reinterpret_cast<const std::uint16_t*>(recv.data());
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) dst[i] = from_bf16(in[i]);
+  if (gpu_) copy_floats(Device::kCuda, all.row(plan_.owned), Device::kCpu, host_rows_.data(), n);
 }
 
 void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView& all) {
@@ -151,6 +178,12 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < n * w; ++i) widened_[std::size_t(i)] = from_bf16(in[i]);
     rows = widened_.data();
+  }
+  if (gpu_) {
+    stage_.resize(n, w);
+    copy_floats(Device::kCuda, stage_.data(), Device::kCpu, rows, n * w);
+    be_.scatter_add_rows(stage_.view(), send_dev_->data(), n, all.rows_range(0, plan_.owned));
+    return;
   }
   be_.scatter_add_rows({const_cast<float*>(rows), n, w, all.device}, plan_.send, n, all.rows_range(0, plan_.owned));
 }
@@ -165,8 +198,8 @@ HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slo
 void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool training) {
   fwd_stale_ = training && staleness_ > 0;
   if (!fwd_stale_) {
-    const bool in_place = dtype_ == HaloDtype::kF32;
-    recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * 2);
+    const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
+    recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * (dtype_ == HaloDtype::kF32 ? 4 : 2));
     start_forward(all, send_buf_, recv_buf_.data(), in_place, tag_of(layer, kForward));
     pending_ = std::move(pending_next_);
     fwd_all_ = all;
@@ -193,7 +226,7 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
 void HaloExchanger::forward_end() {
   if (fwd_stale_) return;
   finish_pending(pending_);
-  if (dtype_ == HaloDtype::kBf16) unpack_halo(recv_buf_, fwd_all_);
+  if (dtype_ == HaloDtype::kBf16 || gpu_) unpack_halo(recv_buf_, fwd_all_);
 }
 
 void HaloExchanger::backward_begin(const MatrixView& all, int layer) {

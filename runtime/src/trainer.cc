@@ -22,6 +22,7 @@
 #include <numeric>
 #include <ostream>
 
+#include "halo/gnn/device.h"
 #include "halo/gnn/metrics.h"
 #include "halo/gnn/timed_backend.h"
 #include "halo/graph/dataset.h"
@@ -47,6 +48,7 @@ void TrainOptions::check() const {
   if (threads < 0) throw ParamError("--threads must be >= 0");
   if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
+  if (device != "cpu" && device != "cuda" && device != "auto") throw ParamError("--device must be cpu, cuda or auto");
   if (halo_dtype != "f32" && halo_dtype != "bf16") throw ParamError("--halo-dtype must be f32 or bf16");
   if (halo_staleness != 0 && halo_staleness != 1) throw ParamError("--halo-staleness must be 0 or 1");
 }
@@ -131,6 +133,7 @@ json TrainSummary::to_json() const {
             {"test_mean", test_mean},    {"test_std", test_std},
             {"runs", runs.size()},       {"epoch_time_median_s", epoch_time_median_s},
             {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}};
+  if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;
   if (ranks > 1) {
     j["halo_bytes_per_epoch"] = halo_bytes_per_epoch;
     j["halo_wait_s"] = halo_wait_s;
@@ -227,9 +230,9 @@ void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, cons
   StagingDir stage(dir, /*overwrite=*/true);
   ArrayDir a(stage.path());
   for (Param* p : model.params()) {
-    a.put(p->name + ".value", p->value.storage());
-    a.put(p->name + ".m", p->m.storage());
-    a.put(p->name + ".v", p->v.storage());
+    a.put(p->name + ".value", p->value.to_host());
+    a.put(p->name + ".m", p->m.to_host());
+    a.put(p->name + ".v", p->v.to_host());
   }
   for (auto& [name, buf] : model.buffers()) a.put(name, *buf);
   if (!st.best_classes.empty()) a.put("best_classes", st.best_classes);
@@ -258,10 +261,15 @@ void load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json
     const Array<float> a = map_listed<float>(dir, meta, name, ro, dst.size(), 1);
     std::copy(a.begin(), a.end(), dst.begin());
   };
+  auto restore_matrix = [&](const std::string& name, Matrix& m) {
+    std::vector<float> v(std::size_t(m.size()));
+    restore(name, v);
+    m.assign(v);
+  };
   for (Param* p : model.params()) {
-    restore(p->name + ".value", p->value.storage());
-    restore(p->name + ".m", p->m.storage());
-    restore(p->name + ".v", p->v.storage());
+    restore_matrix(p->name + ".value", p->value);
+    restore_matrix(p->name + ".m", p->m);
+    restore_matrix(p->name + ".v", p->v);
   }
   for (auto& [name, buf] : model.buffers()) restore(name, *buf);
   st.epoch = meta.at("epoch").get<int>();
@@ -351,8 +359,39 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (opt.model.kind == "gcn") gcn = gcn_operator(d.graph, d.all, d.degree);
   else mean = mean_operator(d.graph, d.all);
 
-  TimedBackend timed(cpu_backend());
-  Backend& be = opt.profile ? static_cast<Backend&>(timed) : cpu_backend();
+  // The device: every array kernels read is copied there once (CUDA), the rest stays mapped.
+  const Device dev = opt.device == "cuda" || (opt.device == "auto" && cuda_devices().count > 0) ? Device::kCuda
+                                                                                              : Device::kCpu;
+  const bool gpu = dev == Device::kCuda;
+  if (gpu && ranks > 1) {
+    // One GPU per rank on a node when there are enough; ranks beyond that share them.
+    const CudaDevices devs = cuda_devices();
+    if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
+    int local = rank;
+    if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local = std::atoi(v);
+    else if (const char* w = std::getenv("SLURM_LOCALID")) local = std::atoi(w);
+    use_device(local % devs.count);
+    if (lead && !opt.quiet)
+      out << "halo exchange: MPI with host staging (" << ranks << " ranks, " << devs.count << " GPU"
+          << (devs.count == 1 ? "" : "s") << " visible)\n";
+  }
+  Backend& base = gpu ? cuda_backend() : cpu_backend();
+  TimedBackend timed(base);
+  Backend& be = opt.profile ? static_cast<Backend&>(timed) : base;
+  Matrix x_dev;
+  DeviceOperator gcn_dev, mean_dev;
+  DeviceArray<NodeId> gids_dev, train_dev;
+  DeviceArray<std::int32_t> labels_dev;
+  if (gpu) {
+    x_dev = Matrix(n, x.cols, 0.f, dev);
+    copy_floats(dev, x_dev.data(), Device::kCpu, x.data, x.size());
+    x = x_dev.view();
+    if (opt.model.kind == "gcn") gcn_dev = DeviceOperator(gcn);
+    else mean_dev = DeviceOperator(mean);
+    if (d.global_ids) gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
+    labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(n * d.label_cols));
+    train_dev = DeviceArray<NodeId>(split->train.data(), split->train.size());
+  }
   std::unique_ptr<HaloExchanger> exch;
   if (ranks > 1)
     exch = std::make_unique<HaloExchanger>(comm, be, d.plan, opt.halo_dtype == "bf16" ? HaloDtype::kBf16 : HaloDtype::kF32,
@@ -361,9 +400,9 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   ctx.owned = n;
   ctx.all = d.all;
   ctx.inner = d.inner;
-  ctx.gcn = &gcn;
-  ctx.mean = &mean;
-  ctx.global_ids = d.global_ids;
+  ctx.gcn = gpu ? gcn_dev.view() : gcn.view();
+  ctx.mean = gpu ? mean_dev.view() : mean.view();
+  ctx.global_ids = gpu ? gids_dev.data() : d.global_ids;
   ctx.global_nodes = d.global_nodes;
   ctx.exchange = exch.get();
 
@@ -386,7 +425,10 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   TrainSummary summary;
   summary.metric = multilabel ? "rocauc" : "acc";
   summary.ranks = ranks;
-  Matrix dlogits(n, opt.model.out);
+  Matrix dlogits(n, opt.model.out, 0.f, dev);
+  Matrix eval_host;  // evaluation outputs copied to the host (GPU runs)
+  const std::int32_t* loss_labels = gpu ? labels_dev.data() : labels;
+  const NodeId* loss_rows = gpu ? train_dev.data() : split->train.data();
   // Metrics of the current outputs on the three split row sets, over all ranks.
   std::vector<float> scores_buf;
   std::vector<std::int32_t> label_buf;
@@ -435,7 +477,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   for (int run = 0; run < opt.runs; ++run) {
     RunState st;
     st.result.seed = opt.seed + std::uint64_t(run);
-    Model model(opt.model, st.result.seed);
+    Model model(opt.model, st.result.seed, dev);
     for (Param* p : model.params())
       p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
     grad_size = 0;
@@ -451,20 +493,20 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       Stopwatch clock;
       const MatrixView logits = model.forward(be, ctx, x, true, st.result.seed, epoch);
       double loss = multilabel
-                        ? be.bce_logits(logits, labels, split->train.data(), ntrain, double(labelled), dlogits.view(), nullptr)
-                        : be.softmax_xent(logits, labels, split->train.data(), ntrain, double(labelled), dlogits.view(), nullptr);
+                        ? be.bce_logits(logits, loss_labels, loss_rows, ntrain, double(labelled), dlogits.view(), nullptr)
+                        : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, double(labelled), dlogits.view(), nullptr);
       model.backward(be, ctx, dlogits.view());
       Stopwatch reduce_clock;
       if (ranks > 1) {
         std::int64_t at = 0;
         for (Param* p : model.params()) {
-          std::copy_n(p->grad.data(), p->grad.size(), grads.data() + at);
+          copy_floats(Device::kCpu, grads.data() + at, dev, p->grad.data(), p->grad.size());
           at += p->grad.size();
         }
         comm.allreduce(grads.data(), grad_size);
         at = 0;
         for (Param* p : model.params()) {
-          std::copy_n(grads.data() + at, p->grad.size(), p->grad.data());
+          copy_floats(dev, p->grad.data(), Device::kCpu, grads.data() + at, p->grad.size());
           at += p->grad.size();
         }
         comm.allreduce(&loss, 1);
@@ -479,6 +521,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
         s.step = st.adam_step;
         be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), s);
       }
+      if (gpu) device_synchronize();  // the epoch ends when the GPU is done
       const double secs = clock.seconds();
       RankFigures fig;
       fig.epoch_s = secs;
@@ -494,7 +537,12 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       json rec = {{"type", "epoch"}, {"run", run}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}};
       if (epoch % opt.eval_every == 0 || epoch == opt.epochs) {
         const double before = exch ? double(exch->stats().bytes_sent) : 0;
-        const MatrixView eval = model.forward(be, ctx, x, false, st.result.seed, epoch);
+        MatrixView eval = model.forward(be, ctx, x, false, st.result.seed, epoch);
+        if (gpu) {
+          eval_host.resize(eval.rows, eval.cols);
+          copy_floats(Device::kCpu, eval_host.data(), dev, eval.data, eval.size());
+          eval = eval_host.view();
+        }
         if (exch) fig.eval_bytes = double(exch->stats().bytes_sent) - before;
         const auto [tr, va, te] = metrics(eval);
         rec["train"] = tr;
@@ -572,6 +620,11 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   double rss = double(peak_rss_bytes()) / (1 << 20);
   comm.allreduce(&rss, 1, ReduceOp::kMax);
   summary.peak_rss_mb = rss;
+  if (gpu) {
+    double g = double(device_peak_bytes()) / (1 << 20);
+    comm.allreduce(&g, 1, ReduceOp::kMax);
+    summary.peak_gpu_mb = g;
+  }
   summary.halo_bytes_per_epoch = median(bytes_hist);
   summary.halo_wait_s = median(wait_hist);
   summary.allreduce_s = median(allreduce_hist);

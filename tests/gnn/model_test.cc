@@ -32,8 +32,8 @@ struct Tiny {
     gcn = gcn_operator(graph.view(), n, degree.data());
     mean = mean_operator(graph.view(), n);
     ctx.owned = ctx.all = ctx.global_nodes = n;
-    ctx.gcn = &gcn;
-    ctx.mean = &mean;
+    ctx.gcn = gcn.view();
+    ctx.mean = mean.view();
   }
 };
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "halo/gnn/device.h"
 #include "halo/graph/dataset.h"
 #include "halo/partition/parts.h"
 #include "halo/runtime/halo_exchange.h"
@@ -44,9 +45,9 @@ Result shell(const std::string& cmd, const fs::path& out_file) {
   return r;
 }
 
-std::string halo() { return HALO_BINARY; }
+std::string halo() { return test::configured("HALO_BINARY", HALO_BINARY); }
 std::string mpirun(int np) {
-  return std::string(HALO_MPIEXEC) + " --oversubscribe --bind-to none -np " + std::to_string(np) + " ";
+  return test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " --oversubscribe --bind-to none -np " + std::to_string(np) + " ";
 }
 
 // Datasets shared by every test: Cora and a generated SBM, each with 2- and 4-part splits.
@@ -353,6 +354,21 @@ TEST(HaloExchange, Bfloat16RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::nanf("")))));
   EXPECT_TRUE(std::isinf(from_bf16(to_bf16(INFINITY))));
   for (float x : {0.1f, 3.14159f, -1e-20f, 6.5e4f}) EXPECT_LE(std::abs(from_bf16(to_bf16(x)) - x), std::abs(x) / 256);
+}
+
+}  // namespace
+}  // namespace halo
+
+namespace halo {
+namespace {
+
+// Ranks sharing one GPU exchange halo rows through host memory over MPI; they must still train
+// the model one process trains (skipped without a GPU).
+TEST(DistributedGpu, RanksSharingOneGpuEqualOneProcess) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  expect_equivalent("cora", "cora-2", 2, "--device cuda --preset ogbn-arxiv-gcn --hidden 32 --epochs 20 --eval-every 5");
+  expect_equivalent("sbm", "sbm-4", 4, "--device cuda --model sage --layers 3 --hidden 16 --batch-norm --epochs 20");
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "halo/gnn/device.h"
 #include "halo/graph/formats.h"
+#include "halo/graph/generate.h"
 
 namespace halo {
 namespace {
@@ -230,6 +232,77 @@ TEST(Trainer, BadOptionsAreParameterErrors) {
   convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});
   TrainOptions p;
   EXPECT_THROW(train_dataset(t / "nolabels", p, out), ParamError);
+}
+
+}  // namespace
+}  // namespace halo
+
+namespace halo {
+namespace {
+
+// GPU runs against CPU runs of the same model (skipped without a GPU): the same keyed dropout
+// masks and weights, so the loss curves agree to rounding.
+void expect_gpu_matches_cpu(const fs::path& dataset, TrainOptions o) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  TempDir t;
+  o.epochs = 20;
+  o.quiet = true;
+  std::ostringstream out;
+  o.device = "cpu";
+  o.log = t / "cpu.jsonl";
+  const TrainSummary a = train_dataset(dataset, o, out);
+  o.device = "cuda";
+  o.log = t / "gpu.jsonl";
+  const TrainSummary b = train_dataset(dataset, o, out);
+  const auto la = read_log(t / "cpu.jsonl"), lb = read_log(t / "gpu.jsonl");
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i + 1 < la.size(); ++i) {
+    const double x = la[i]["loss"], y = lb[i]["loss"];
+    EXPECT_LT(std::abs(x - y) / std::abs(x), 1e-4) << "epoch " << i + 1 << ": cpu " << x << " gpu " << y;
+  }
+  EXPECT_NEAR(a.test_mean, b.test_mean, 2e-3);
+}
+
+TEST(TrainerGpu, CoraOnCudaMatchesCpu) {
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);  // 3 layers, batch norm, dropout: every op on the device
+  o.model.hidden = 64;
+  expect_gpu_matches_cpu(cora(), o);
+}
+
+TEST(TrainerGpu, SageOnGeneratedGraphOnCudaMatchesCpu) {
+  if (cuda_devices().count == 0) GTEST_SKIP() << cuda_devices().reason;
+  TempDir t;
+  GenerateOptions g;
+  g.nodes = 20000;
+  g.features = 48;
+  g.classes = 6;
+  g.seed = 5;
+  generate(t / "sbm", g);
+  TrainOptions o;
+  o.model.kind = "sage";
+  o.model.layers = 3;
+  o.model.hidden = 128;
+  o.model.batch_norm = true;
+  expect_gpu_matches_cpu(t / "sbm", o);
+}
+
+TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
+  if (cuda_devices().count > 0) GTEST_SKIP() << "a GPU is visible";
+  TrainOptions o;
+  o.epochs = 1;
+  o.quiet = true;
+  o.device = "cuda";
+  std::ostringstream out;
+  try {
+    train_dataset(cora(), o, out);
+    ADD_FAILURE() << "expected an error";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+  o.device = "auto";  // falls back to the CPU
+  EXPECT_NO_THROW(train_dataset(cora(), o, out));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ struct Result {
 
 Result run(const std::string& args, const TempDir& t) {
   const fs::path out = t / "stdout.txt", err = t / "stderr.txt";
-  const std::string cmd = std::string(HALO_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd = test::configured("HALO_BINARY", HALO_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

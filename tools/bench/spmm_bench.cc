@@ -1,7 +1,9 @@
-// SpMM benchmark: the CPU backend's Y = A X on a dataset's GCN operator at several widths,
-// best of N runs, reported as effective bandwidth (every nonzero gathers one row of X, plus the
-// row of Y written and the CSR itself), one JSON line per width.
-//   halo_bench_spmm DATASET [--widths 40,128,256] [--repeats 5]
+// SpMM benchmark: a backend's Y = A X on a dataset's GCN operator at several widths, best of N
+// runs, reported as effective bandwidth (every nonzero gathers one row of X, plus the row of Y
+// written and the CSR itself), one JSON line per width. With --device cuda it also times a
+// device-to-device copy of Y in the same run (the bandwidth the GPU can reach) and prints the
+// ratio.
+//   halo_bench_spmm DATASET [--widths 40,128,256] [--repeats 5] [--device cpu|cuda]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/device.h"
 #include "halo/gnn/graph_op.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
@@ -22,6 +25,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::int64_t> widths = {40, 128, 256};
   int repeats = 5;
+  std::string device = "cpu";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--widths") {
@@ -30,6 +34,8 @@ int main(int argc, char** argv) {
       for (std::string w; std::getline(ss, w, ',');) widths.push_back(std::stoll(w));
     } else if (flag == "--repeats") {
       repeats = std::stoi(argv[i + 1]);
+    } else if (flag == "--device") {
+      device = argv[i + 1];
     }
   }
   try {
@@ -38,19 +44,39 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> degree(static_cast<std::size_t>(n));
     for (std::int64_t v = 0; v < n; ++v) degree[std::size_t(v)] = std::int32_t(d.graph.view().degree(NodeId(v)));
     const GraphOperator op = gcn_operator(d.graph.view(), n, degree.data());
-    const SparseView a = op.fwd.view();
+    const bool gpu = device == "cuda";
+    DeviceSparse dev_a;
+    if (gpu) dev_a = DeviceSparse(op.fwd);
+    const SparseView a = gpu ? dev_a.view() : op.fwd.view();
+    const EdgeId nnz = op.fwd.view().nnz();
+    Backend& be = gpu ? cuda_backend() : cpu_backend();
+    const Device dv = gpu ? Device::kCuda : Device::kCpu;
+    auto now = [&] {
+      if (gpu) device_synchronize();
+      return std::chrono::steady_clock::now();
+    };
     for (std::int64_t f : widths) {
-      Matrix x(n, f, 1.f), y(n, f);
-      cpu_backend().spmm(a, x.view(), y.view());  // warm up: first touch of y
-      double best = 1e30;
+      Matrix x(n, f, 1.f, dv), y(n, f, 0.f, dv);
+      be.spmm(a, x.view(), y.view());  // warm up: first touch of y, plans, caches
+      double best = 1e30, copy_best = 1e30;
       for (int r = 0; r < repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        cpu_backend().spmm(a, x.view(), y.view());
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        const auto t0 = now();
+        be.spmm(a, x.view(), y.view());
+        best = std::min(best, std::chrono::duration<double>(now() - t0).count());
+        if (gpu) {
+          const auto c0 = now();
+          be.copy(x.view(), y.view());
+          copy_best = std::min(copy_best, std::chrono::duration<double>(now() - c0).count());
+        }
       }
-      const double bytes = double(a.nnz()) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
-      std::printf("{\"width\": %lld, \"seconds\": %.6f, \"gb_per_s\": %.3f, \"nnz\": %lld}\n", (long long)f,
-                  best, bytes / best / 1e9, (long long)a.nnz());
+      const double bytes = double(nnz) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
+      std::printf("{\"device\": \"%s\", \"width\": %lld, \"seconds\": %.6f, \"gb_per_s\": %.3f, \"nnz\": %lld",
+                  device.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
+      if (gpu) {
+        const double copy_gbs = 2.0 * double(n * f) * 4 / copy_best / 1e9;  // read + write
+        std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs, bytes / best / 1e9 / copy_gbs);
+      }
+      std::printf("}\n");
     }
     return 0;
   } catch (const Error& e) {

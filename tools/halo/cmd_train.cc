@@ -16,7 +16,7 @@ namespace halo::cli {
 
 Action add_train(CLI::App& app) {
   struct Args {
-    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, halo_dtype = "f32";
+    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, halo_dtype = "f32", device = "cpu";
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10, staleness = 0;
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
@@ -75,6 +75,8 @@ Action add_train(CLI::App& app) {
   over(cmd->add_flag("-q,--quiet", a->quiet, "No per-epoch lines"), [a](TrainOptions& t) { t.quiet = a->quiet; });
   over(cmd->add_flag("--profile", a->profile, "Time every kernel and print the table"),
        [a](TrainOptions& t) { t.profile = a->profile; });
+  over(cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")->capture_default_str(),
+       [a](TrainOptions& t) { t.device = a->device; });
   over(cmd->add_option("--halo-dtype", a->halo_dtype, "Halo payload: f32 (exact) | bf16 (half the bytes)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_dtype = a->halo_dtype; });

@@ -1,7 +1,14 @@
 // The Backend: every kernel a layer needs, behind one interface with a CPU (OpenMP + OpenBLAS)
-// implementation and, with the GPU issue, a CUDA one in sibling files. Layers are written once
-// against it. Every op states shapes, aliasing and determinism in its comment; ops are
-// deterministic for a fixed thread count (no atomics, fixed reduction orders).
+// implementation and a CUDA one (cuSPARSE, cuBLAS, own kernels) in sibling files. Layers are
+// written once against it. Every op states shapes, aliasing and determinism in its comment; CPU
+// ops are deterministic for a fixed thread count (no atomics, fixed reduction orders).
+//
+// Memory spaces. Matrices, and every pointer that belongs to a parameter or the graph (bias,
+// gamma/beta, column_sums' out, Adam's arrays, labels, row and index lists, dropout row ids,
+// sparse operators) live in the backend's memory (device memory for CUDA). Per-column statistics
+// the caller computes with (mean, inv_std, mean_dy, mean_dy_xhat) and every double sum or
+// returned scalar are host memory: they are a few hundred numbers, reduced across ranks on the
+// host.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +91,8 @@ class Backend {
   // dst[idx[i], :] += src[i, :] for i < n, in order (idx may repeat).
   virtual void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                                 const MatrixView& dst) = 0;
+  // dst += src (same shape).
+  virtual void add(const MatrixView& src, const MatrixView& dst) = 0;
   // dst = src (same shape); fill X with v.
   virtual void copy(const MatrixView& src, const MatrixView& dst) = 0;
   virtual void fill(const MatrixView& X, float v) = 0;
@@ -91,5 +100,8 @@ class Backend {
 
 // The CPU backend (process-wide; thread count from OpenMP).
 Backend& cpu_backend();
+// The CUDA backend on the current device (process-wide, one stream); throws SystemError naming
+// the reason when halo was built without CUDA or no GPU is visible.
+Backend& cuda_backend();
 
 }  // namespace halo

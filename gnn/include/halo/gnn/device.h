@@ -2,6 +2,8 @@
 // found nvcc (HALO_CUDA=AUTO|ON); without a GPU it reports why, so callers and tests can skip.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,41 @@ struct CudaDevices {
 
 // Enumerates the CUDA devices visible to this process; never throws.
 CudaDevices cuda_devices();
+
+// The most GPU memory halo's own allocations held at once (0 without CUDA); waits for the GPU.
+std::size_t device_peak_bytes();
+void device_synchronize();
+
+// Makes GPU `index` the current device of this process (before any allocation).
+void use_device(int index);
+
+// Raw device memory for RAII owners (Matrix, device sparse operators). Throw SystemError
+// naming the CUDA call on failure, or when halo was built without CUDA.
+void* device_alloc(std::size_t bytes);
+void device_free(void* p) noexcept;
+enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+void device_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+void device_zero(void* p, std::size_t bytes);
+
+// A host array copied to device memory (RAII).
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(const T* host, std::size_t n) : n_(n) {
+    p_.reset(device_alloc(sizeof(T) * n));
+    device_copy(p_.get(), host, sizeof(T) * n, CopyKind::kHostToDevice);
+  }
+  T* data() const { return static_cast<T*>(p_.get()); }
+  std::size_t size() const { return n_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const noexcept { device_free(p); }
+  };
+  std::unique_ptr<void, Free> p_;
+  std::size_t n_ = 0;
+};
 
 // Round-trips n floats through device memory with a kernel computing out[i] = 2 * i + 1,
 // proving compile, link, launch and copies work. Throws SystemError without a device.

@@ -6,6 +6,7 @@
 // backward is a gather, never a scatter with atomics.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "halo/gnn/backend.h"
@@ -22,9 +23,38 @@ struct SparseMatrix {
   SparseView view() const { return {rows, cols, offsets.data(), indices.data(), values.data()}; }
 };
 
+// A SparseMatrix copied to GPU memory (RAII), for the CUDA backend.
+class DeviceSparse {
+ public:
+  DeviceSparse() = default;
+  explicit DeviceSparse(const SparseMatrix& a);
+  SparseView view() const { return view_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const noexcept;
+  };
+  std::unique_ptr<void, Free> offsets_, indices_, values_;
+  SparseView view_;
+};
+
+// An operator and its transpose as kernels see them (host or device memory).
+struct OperatorView {
+  SparseView fwd, bwd;
+};
+
 struct GraphOperator {
   SparseMatrix fwd;  // rows x cols
   SparseMatrix bwd;  // its transpose: cols x rows
+  OperatorView view() const { return {fwd.view(), bwd.view()}; }
+};
+
+// A GraphOperator copied to the GPU.
+struct DeviceOperator {
+  DeviceSparse fwd, bwd;
+  DeviceOperator() = default;
+  explicit DeviceOperator(const GraphOperator& op) : fwd(op.fwd), bwd(op.bwd) {}
+  OperatorView view() const { return {fwd.view(), bwd.view()}; }
 };
 
 // g: rows = owned nodes, columns over [0, cols) where the first g.num_nodes columns are the

@@ -1,10 +1,12 @@
 // Dense row-major float32 matrices. MatrixView is what kernels take: a pointer, a shape and the
 // memory space; rows are contiguous (leading dimension = cols), so a range of rows of a view is
 // again a view — the runtime keeps owned rows first and halo rows after them in one buffer.
-// Matrix owns host storage; the CUDA backend adds device storage behind the same view type.
+// Matrix owns storage on the host or, with the CUDA backend, on the current GPU (RAII: freed
+// with the matrix; device memory is allocated with plain cudaMalloc, never managed memory).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace halo {
@@ -25,33 +27,51 @@ struct MatrixView {
   }
 };
 
+// Copies n floats from src (in memory space `from`) to dst (in `to`); plain memcpy on the host.
+void copy_floats(Device to, float* dst, Device from, const float* src, std::int64_t n);
+
 class Matrix {
  public:
   Matrix() = default;
-  Matrix(std::int64_t rows, std::int64_t cols, float fill = 0.f)
-      : rows_(rows), cols_(cols), data_(std::size_t(rows * cols), fill) {}
-  // Resizes (contents unspecified when the size changes) — buffers are reused across epochs.
-  void resize(std::int64_t rows, std::int64_t cols) {
-    rows_ = rows;
-    cols_ = cols;
-    data_.resize(std::size_t(rows * cols));
-  }
-  void fill(float v) { std::fill(data_.begin(), data_.end(), v); }
-  MatrixView view() { return {data_.data(), rows_, cols_, Device::kCpu}; }
-  MatrixView view() const { return {const_cast<float*>(data_.data()), rows_, cols_, Device::kCpu}; }
-  float* data() { return data_.data(); }
-  const float* data() const { return data_.data(); }
+  Matrix(std::int64_t rows, std::int64_t cols, float fill = 0.f, Device device = Device::kCpu);
+  Matrix(Matrix&&) noexcept = default;
+  Matrix& operator=(Matrix&&) noexcept = default;
+  Matrix(const Matrix& o);  // deep copy, same device
+  Matrix& operator=(const Matrix& o);
+
+  // Resizes (contents unspecified when the size changes) — buffers are reused across epochs:
+  // device storage is reallocated only when it must grow.
+  void resize(std::int64_t rows, std::int64_t cols);
+  // Where later allocations go; the matrix must be empty or already there.
+  void set_device(Device d);
+  Device device() const { return device_; }
+  // Every element = v.
+  void fill(float v);
+  MatrixView view() { return {data(), rows_, cols_, device_}; }
+  MatrixView view() const { return {const_cast<float*>(data()), rows_, cols_, device_}; }
+  float* data() { return device_ == Device::kCpu ? host_.data() : dev_.get(); }
+  const float* data() const { return device_ == Device::kCpu ? host_.data() : dev_.get(); }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t size() const { return rows_ * cols_; }
-  float& at(std::int64_t r, std::int64_t c) { return data_[std::size_t(r * cols_ + c)]; }
-  float at(std::int64_t r, std::int64_t c) const { return data_[std::size_t(r * cols_ + c)]; }
-  std::vector<float>& storage() { return data_; }
-  const std::vector<float>& storage() const { return data_; }
+  // Host matrices only.
+  float& at(std::int64_t r, std::int64_t c) { return host_[std::size_t(r * cols_ + c)]; }
+  float at(std::int64_t r, std::int64_t c) const { return host_[std::size_t(r * cols_ + c)]; }
+  std::vector<float>& storage() { return host_; }
+  const std::vector<float>& storage() const { return host_; }
+  // The elements on the host (a copy for device matrices), and their replacement from the host.
+  std::vector<float> to_host() const;
+  void assign(const std::vector<float>& values);  // values.size() == size()
 
  private:
+  struct DeviceFree {
+    void operator()(float* p) const noexcept;
+  };
   std::int64_t rows_ = 0, cols_ = 0;
-  std::vector<float> data_;
+  Device device_ = Device::kCpu;
+  std::vector<float> host_;
+  std::unique_ptr<float, DeviceFree> dev_;
+  std::int64_t dev_capacity_ = 0;
 };
 
 }  // namespace halo

@@ -57,8 +57,7 @@ class Exchanger {
 struct GraphContext {
   std::int64_t owned = 0, all = 0;  // rows of a layer's output, and of its input with halo
   std::int64_t inner = 0;           // rows [0, inner) aggregate owned rows only (no halo)
-  const GraphOperator* gcn = nullptr;
-  const GraphOperator* mean = nullptr;
+  OperatorView gcn, mean;             // in the memory of the backend the model runs with
   const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks
   std::int64_t global_nodes = 0;       // batch-norm statistics are over all nodes
   Exchanger* exchange = nullptr;       // null when all == owned
@@ -67,8 +66,9 @@ struct GraphContext {
 class Model {
  public:
   // Weights drawn with Glorot-uniform from Philox keyed by (seed, layer): the same weights on
-  // any backend and rank count.
-  Model(const ModelConfig& config, std::uint64_t seed);
+  // any backend and rank count. Parameters and activations live on `device`, which must be the
+  // device of the Backend the model runs with.
+  Model(const ModelConfig& config, std::uint64_t seed, Device device = Device::kCpu);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -84,10 +84,12 @@ class Model {
   // Non-trained state a checkpoint must keep (batch-norm running statistics), by name.
   std::vector<std::pair<std::string, std::vector<float>*>> buffers();
   const ModelConfig& config() const { return config_; }
+  Device device() const { return device_; }
 
  private:
   struct Layer;
   ModelConfig config_;
+  Device device_ = Device::kCpu;
   std::vector<std::unique_ptr<Layer>> layers_;
   Matrix x_drop_;  // the input features after input dropout
   Matrix scratch_, scratch2_;  // transient buffers shared by all layers

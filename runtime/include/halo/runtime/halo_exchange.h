@@ -11,6 +11,9 @@
 // Two opt-in savers trade exactness for speed: a bfloat16 payload (half the bytes) and
 // staleness 1 (PipeGCN: a training exchange of epoch t delivers its rows at epoch t + 1, so the
 // whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
+//
+// With the CUDA backend the rows are packed and unpacked on the GPU and staged through host
+// buffers for MPI (the path for ranks that share a GPU, where NCCL cannot run).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/device.h"
 #include "halo/gnn/model.h"
 #include "halo/runtime/comm.h"
 
@@ -72,7 +76,7 @@ class HaloExchanger final : public Exchanger {
   void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv, bool copy_send,
                       int tag);
   void finish_pending(std::unique_ptr<Pending>& p);
-  void unpack_halo(const std::vector<char>& recv, const MatrixView& all) const;
+  void unpack_halo(const std::vector<char>& recv, const MatrixView& all);
   void add_received(const std::vector<char>& recv, const MatrixView& all);
 
   Communicator& comm_;
@@ -84,6 +88,11 @@ class HaloExchanger final : public Exchanger {
   std::unique_ptr<Pending> pending_, pending_next_;  // the exact exchange in flight; the one just posted
   std::vector<char> send_buf_, recv_buf_;
   std::vector<float> widened_;  // bf16 gradients widened before they are added
+  // CUDA backend: MPI moves host memory, so rows are packed on the device and staged.
+  bool gpu_ = false;
+  std::unique_ptr<DeviceArray<NodeId>> send_dev_;
+  Matrix stage_;
+  std::vector<float> host_rows_;
   MatrixView fwd_all_;
   bool fwd_stale_ = false;
   // Pipelined (stale) exchanges: one slot per layer and direction.

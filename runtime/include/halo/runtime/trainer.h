@@ -33,6 +33,7 @@ struct TrainOptions {
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
+  std::string device = "cpu";      // cpu | cuda | auto (cuda when a GPU is visible)
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   std::string halo_dtype = "f32";  // f32 | bf16: payload of the halo exchange
   int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
@@ -69,6 +70,7 @@ struct TrainSummary {
   double valid_mean = 0, valid_std = 0, test_mean = 0, test_std = 0;
   double epoch_time_median_s = 0;
   double peak_rss_mb = 0;           // the largest over ranks
+  double peak_gpu_mb = 0;           // GPU memory halo allocated at most (CUDA runs; largest rank)
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
   double halo_bytes_per_epoch = 0;   // all ranks together, one training step

@@ -1,0 +1,683 @@
+// CUDA kernels other than SpMM: the GPU twin of cpu_backend.cc, op for op with the same
+// semantics. GEMM goes to cuBLAS (FP32, no TF32); everything else is own kernels on the
+// backend's stream.
+//
+// Determinism (no floating-point atomics anywhere):
+// - column_sums, column_moments, batch_norm_grad_sums: rows are cut into fixed blocks (256 rows,
+//   as on the CPU, or more for tall matrices so there are at most 2048 blocks: a function of the
+//   row count alone); one thread per (block, column) sums its rows in order in double into a
+//   partials buffer, then one thread per column adds the partials in block order. The result
+//   is independent of scheduling and of the launch configuration.
+// - softmax_xent, bce_logits: one warp per listed row (its lanes' shares combined by a fixed
+//   shuffle tree) writes the row's loss in double; the losses are summed in fixed chunks of
+//   4096 rows (a fixed shared-memory tree per chunk), and the chunk sums in order on the host.
+// - scatter_add_rows: the row list is sorted by destination with a stable radix sort (CUB), so
+//   rows going to one destination stay in index order; then one thread per (destination,
+//   column) adds them in that order: the same additions in the same order as the CPU's
+//   sequential loop, so the result is bitwise the CPU's, with parallelism over destinations x
+//   columns instead of columns alone.
+// - dropout draws dropout_u16 exactly (one Philox call per 8 columns, as the CPU's AVX2 path),
+//   so masks are bitwise the CPU's.
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda_backend.h"
+#include "halo/gnn/cuda_check.h"
+#include "halo/gnn/device.h"
+
+namespace halo {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::int64_t kReduceRows = 256;    // least rows per partial in column reductions
+constexpr std::int64_t kMaxPartials = 2048;  // most partials per column (bounds the second pass)
+constexpr std::int64_t kLossChunk = 4096;    // rows per partial in loss sums
+constexpr std::int64_t kMaxBlocks = 1 << 20;  // grid cap; kernels loop with a grid stride
+
+unsigned grid_for(std::int64_t n, int threads = kThreads) {
+  const std::int64_t b = (n + threads - 1) / threads;
+  return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
+}
+
+void check_launch() { HALO_CUDA_CHECK(cudaGetLastError()); }
+
+std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// Byte offsets of one op's temporaries in the scratch buffer (each 256-byte aligned).
+struct Layout {
+  std::size_t bytes = 0;
+  std::size_t take(std::size_t n) {
+    const std::size_t at = bytes;
+    bytes += align_up(n);
+    return at;
+  }
+};
+
+std::int64_t loss_chunks(std::int64_t n) { return (n + kLossChunk - 1) / kLossChunk; }
+
+// Rows per partial of a column reduction: a function of the row count only, so the partition
+// (and with it every rounding) is the same on every run and every GPU.
+std::int64_t reduce_block_rows(std::int64_t rows) {
+  return std::max(kReduceRows, (rows + kMaxPartials - 1) / kMaxPartials);
+}
+
+__device__ inline std::int64_t grid_start() { return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * blockDim.x; }
+
+// ---- element-wise ---------------------------------------------------------------------------
+
+__global__ void add_bias_kernel(float* y, const float* b, std::int64_t n, std::int64_t cols) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] += b[i % cols];
+}
+
+__global__ void scale_kernel(float* y, float s, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] *= s;
+}
+
+__global__ void fill_kernel(float* y, float v, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] = v;
+}
+
+__global__ void relu_kernel(float* y, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] = y[i] < 0.f ? 0.f : y[i];  // std::max(y, 0.f)
+}
+
+__global__ void relu_backward_kernel(const float* y, float* dy, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
+}
+
+__global__ void add_kernel(const float* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dst[i] += src[i];
+}
+
+// One thread per (row, 64-column block, j < 8): one Philox call at counter (id, block * 8 + j)
+// decides columns block * 64 + j + 8 t, t < 8: word t % 4, low half for t < 4 (dropout_u16).
+__global__ void dropout_kernel(float* y, std::int64_t rows, std::int64_t cols, float scale,
+                               std::uint32_t threshold, PhiloxKey key, const NodeId* row_ids) {
+  const std::int64_t blocks = (cols + 63) / 64;
+  const std::int64_t n = rows * blocks * 8;
+  for (std::int64_t t = grid_start(); t < n; t += grid_stride()) {
+    const std::int64_t r = t / (blocks * 8);
+    const std::int64_t rem = t % (blocks * 8);
+    const std::uint32_t b = std::uint32_t(rem / 8), j = std::uint32_t(rem % 8);
+    const std::uint64_t id = row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r);
+    std::uint32_t c[4] = {std::uint32_t(id), std::uint32_t(id >> 32), b * 8 + j, 0};
+    philox4x32(key, c);
+    float* yr = y + r * cols;
+#pragma unroll
+    for (std::uint32_t k = 0; k < 8; ++k) {
+      const std::int64_t col = std::int64_t(b) * 64 + j + 8 * k;
+      if (col >= cols) break;
+      const std::uint32_t w = c[k % 4];
+      const std::uint32_t u = k < 4 ? (w & 0xffffu) : (w >> 16);
+      yr[col] = u >= threshold ? yr[col] * scale : 0.f;
+    }
+  }
+}
+
+__global__ void batch_norm_apply_kernel(const float* x, const float* mean, const float* inv_std,
+                                        const float* gamma, const float* beta, float* xhat, float* y,
+                                        std::int64_t n, std::int64_t cols) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
+    const std::int64_t c = i % cols;
+    const float v = (x[i] - mean[c]) * inv_std[c];
+    if (xhat) xhat[i] = v;
+    y[i] = v * gamma[c] + beta[c];
+  }
+}
+
+__global__ void batch_norm_backward_kernel(const float* dy, const float* xhat, const float* gamma,
+                                           const float* inv_std, const float* mean_dy,
+                                           const float* mean_dy_xhat, float* dx, std::int64_t n,
+                                           std::int64_t cols) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
+    const std::int64_t c = i % cols;
+    dx[i] = gamma[c] * inv_std[c] * (dy[i] - mean_dy[c] - xhat[i] * mean_dy_xhat[c]);
+  }
+}
+
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::int64_t n, float beta1,
+                            float beta2, float eps, float weight_decay, float step_size, float bc2_sqrt) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
+    const float gi = g[i] + weight_decay * p[i];
+    const float mi = beta1 * m[i] + (1.f - beta1) * gi;
+    const float vi = beta2 * v[i] + (1.f - beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+  }
+}
+
+__global__ void gather_rows_kernel(const float* src, const NodeId* idx, float* dst, std::int64_t n,
+                                   std::int64_t cols) {
+  for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
+    const std::int64_t i = t / cols, c = t % cols;
+    dst[t] = src[std::int64_t(idx[i]) * cols + c];
+  }
+}
+
+__global__ void iota_kernel(std::int32_t* v, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) v[i] = std::int32_t(i);
+}
+
+// keys: destinations sorted stably, order: the source row of each. The thread at the first
+// position of a destination's run adds the run's rows in order (the CPU's order).
+__global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys, const std::int32_t* order,
+                                          float* dst, std::int64_t n, std::int64_t cols) {
+  for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
+    const std::int64_t j = t / cols, c = t % cols;
+    const NodeId d = keys[j];
+    if (j > 0 && keys[j - 1] == d) continue;
+    float* out = dst + std::int64_t(d) * cols + c;
+    float acc = *out;
+    for (std::int64_t k = j; k < n && keys[k] == d; ++k) acc += src[std::int64_t(order[k]) * cols + c];
+    *out = acc;
+  }
+}
+
+// ---- column reductions ----------------------------------------------------------------------
+
+// Pass 1: part[(b * outputs + o) * cols + c] = the sum over rows of block b, in row order.
+template <int Kind>
+__global__ void column_partials_kernel(const float* a, const float* h, std::int64_t rows, std::int64_t cols,
+                                       std::int64_t block_rows, std::int64_t blocks, double* part) {
+  constexpr int outputs = Kind == 0 ? 1 : 2;
+  const std::int64_t c = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  for (std::int64_t b = blockIdx.y; b < blocks; b += gridDim.y) {
+    double s0 = 0, s1 = 0;
+    const std::int64_t end = rows < (b + 1) * block_rows ? rows : (b + 1) * block_rows;
+#pragma unroll 4
+    for (std::int64_t r = b * block_rows; r < end; ++r) {
+      const float x = a[r * cols + c];
+      s0 += x;
+      if (Kind == 1) s1 += double(x) * x;
+      if (Kind == 2) s1 += double(x) * h[r * cols + c];
+    }
+    part[(b * outputs) * cols + c] = s0;
+    if (outputs == 2) part[(b * outputs + 1) * cols + c] = s1;
+  }
+}
+
+// Pass 2: out[k] = sum over blocks in order of part[b * width + k], k < width.
+__global__ void combine_partials_kernel(const double* part, std::int64_t blocks, std::int64_t width,
+                                        double* out_d, float* out_f) {
+  for (std::int64_t k = grid_start(); k < width; k += grid_stride()) {
+    double s = 0;
+#pragma unroll 4
+    for (std::int64_t b = 0; b < blocks; ++b) s += part[b * width + k];
+    if (out_d) out_d[k] = s;
+    if (out_f) out_f[k] = float(s);
+  }
+}
+
+// ---- losses ---------------------------------------------------------------------------------
+
+__device__ inline double warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline int warp_sum(int v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// One warp per listed row: loss[i] (0 when unlabelled), has[i] = labelled, and the row's
+// gradient (dlogits was zeroed beforehand).
+__global__ void softmax_xent_kernel(const float* z, std::int64_t k, const std::int32_t* labels,
+                                    const NodeId* rows, std::int64_t nrows, double denom, float* g,
+                                    double* loss, std::int32_t* has) {
+  const int lane = int(threadIdx.x % 32);
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t i = grid_start() / 32; i < nrows; i += warps) {
+    const NodeId r = rows[i];
+    const std::int32_t y = labels[r];
+    if (y < 0) {
+      if (lane == 0) {
+        loss[i] = 0;
+        has[i] = 0;
+      }
+      continue;
+    }
+    const float* zr = z + std::int64_t(r) * k;
+    float mx = zr[0];
+    for (std::int64_t c = lane; c < k; c += 32) mx = fmaxf(mx, zr[c]);
+    mx = warp_max(mx);
+    double se = 0;
+    for (std::int64_t c = lane; c < k; c += 32) se += exp(double(zr[c] - mx));
+    se = warp_sum(se);
+    const double lse = double(mx) + log(se);
+    float* gr = g + std::int64_t(r) * k;
+    const float one = float(1.0 / denom);
+    for (std::int64_t c = lane; c < k; c += 32) {
+      float v = float(exp(double(zr[c]) - lse) / denom);
+      if (c == y) v -= one;
+      gr[c] = v;
+    }
+    if (lane == 0) {
+      loss[i] = lse - zr[y];
+      has[i] = 1;
+    }
+  }
+}
+
+// One warp per listed row: loss[i] = the row's summed BCE over labelled tasks, cnt[i] = their
+// number, gradient on labelled entries (dlogits was zeroed beforehand).
+__global__ void bce_logits_kernel(const float* z, std::int64_t t, const std::int32_t* labels,
+                                  const NodeId* rows, std::int64_t nrows, double denom, float* g,
+                                  double* loss, std::int32_t* cnt) {
+  const int lane = int(threadIdx.x % 32);
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t i = grid_start() / 32; i < nrows; i += warps) {
+    const std::int64_t r = rows[i];
+    const float* zr = z + r * t;
+    const std::int32_t* yr = labels + r * t;
+    float* gr = g + r * t;
+    double l = 0;
+    int n = 0;
+    for (std::int64_t c = lane; c < t; c += 32) {
+      const std::int32_t y = yr[c];
+      if (y < 0) continue;
+      const double x = zr[c];
+      l += log1p(exp(-fabs(x))) + fmax(x, 0.0) - x * y;
+      gr[c] = float((1.0 / (1.0 + exp(-x)) - y) / denom);
+      ++n;
+    }
+    l = warp_sum(l);
+    n = warp_sum(n);
+    if (lane == 0) {
+      loss[i] = l;
+      cnt[i] = n;
+    }
+  }
+}
+
+// Block b sums entries [b * kLossChunk, (b + 1) * kLossChunk) with a fixed tree.
+__global__ void sum_chunks_kernel(const double* v, const std::int32_t* cnt, std::int64_t n, double* psum,
+                                  long long* pcount) {
+  __shared__ double s[kThreads];
+  __shared__ long long sc[kThreads];
+  const std::int64_t begin = std::int64_t(blockIdx.x) * kLossChunk;
+  const std::int64_t end = n < begin + kLossChunk ? n : begin + kLossChunk;
+  double a = 0;
+  long long ac = 0;
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    a += v[i];
+    ac += cnt[i];
+  }
+  s[threadIdx.x] = a;
+  sc[threadIdx.x] = ac;
+  __syncthreads();
+  for (unsigned o = blockDim.x / 2; o > 0; o >>= 1) {
+    if (threadIdx.x < o) {
+      s[threadIdx.x] += s[threadIdx.x + o];
+      sc[threadIdx.x] += sc[threadIdx.x + o];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    psum[blockIdx.x] = s[0];
+    pcount[blockIdx.x] = sc[0];
+  }
+}
+
+}  // namespace
+
+// ---- infrastructure -------------------------------------------------------------------------
+
+DeviceBuffer::~DeviceBuffer() {
+  device_free(p_);  // errors at teardown are ignored: nothing useful to do with them
+}
+
+void* DeviceBuffer::reserve(std::size_t bytes, cudaStream_t stream) {
+  if (bytes <= bytes_ && p_) return p_;
+  if (p_) {
+    HALO_CUDA_CHECK(cudaStreamSynchronize(stream));
+    device_free(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+  const std::size_t grown = std::max<std::size_t>(align_up(bytes), 4096);
+  p_ = device_alloc(grown);  // through halo's allocator: counted in the peak it reports
+  bytes_ = grown;
+  return p_;
+}
+
+CudaBackend::CudaBackend() {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) throw SystemError(devs.reason);
+  try {
+    HALO_CUDA_CHECK(cudaStreamCreate(&stream_));  // blocking: orders against the legacy stream
+    HALO_CUBLAS_CHECK(cublasCreate(&cublas_));
+    HALO_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    // Plain FP32: no TF32 tensor-op math (the CPU computes in FP32 too).
+    HALO_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    HALO_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
+    HALO_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
+    HALO_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream_));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() noexcept {
+  // Teardown ignores errors (the runtime may already be shutting down at process exit).
+  if (stream_) cudaStreamSynchronize(stream_);
+  spmm_plans_.clear();
+  if (cusparse_) cusparseDestroy(cusparse_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cusparse_ = nullptr;
+  cublas_ = nullptr;
+  stream_ = nullptr;
+}
+
+const float* CudaBackend::upload(char* base, std::size_t at, const float* host, std::int64_t n) {
+  float* d = reinterpret_cast<float*>(base + at);
+  HALO_CUDA_CHECK(cudaMemcpyAsync(d, host, sizeof(float) * std::size_t(n), cudaMemcpyHostToDevice, stream_));
+  return d;
+}
+
+template <int Kind>
+const double* CudaBackend::reduce_columns(const MatrixView& a, const float* h, float* out_f) {
+  constexpr int outputs = Kind == 0 ? 1 : 2;
+  const std::int64_t cols = a.cols, block_rows = reduce_block_rows(a.rows);
+  const std::int64_t blocks = std::max<std::int64_t>(1, (a.rows + block_rows - 1) / block_rows);
+  Layout lay;
+  const std::size_t part_at = lay.take(sizeof(double) * std::size_t(blocks * outputs * cols));
+  const std::size_t out_at = lay.take(out_f ? 0 : sizeof(double) * std::size_t(outputs * cols));
+  char* base = scratch(lay.bytes);
+  double* part = reinterpret_cast<double*>(base + part_at);
+  double* out = out_f ? nullptr : reinterpret_cast<double*>(base + out_at);
+  const int threads = int(std::min<std::int64_t>(kThreads, (cols + 31) / 32 * 32));
+  const dim3 grid(unsigned((cols + threads - 1) / threads), unsigned(std::min<std::int64_t>(blocks, 65535)));
+  column_partials_kernel<Kind><<<grid, threads, 0, stream_>>>(a.data, h, a.rows, cols, block_rows, blocks, part);
+  check_launch();
+  combine_partials_kernel<<<grid_for(outputs * cols), kThreads, 0, stream_>>>(part, blocks, outputs * cols, out,
+                                                                             out_f);
+  check_launch();
+  return out;
+}
+
+double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, std::int64_t n, double* psum,
+                               long long* pcount, std::int64_t* counted) {
+  const std::int64_t chunks = loss_chunks(n);
+  std::vector<double> hs(std::size_t(chunks), 0.0);
+  std::vector<long long> hc(std::size_t(chunks), 0);
+  if (chunks > 0) {
+    sum_chunks_kernel<<<unsigned(chunks), kThreads, 0, stream_>>>(loss, count, n, psum, pcount);
+    check_launch();
+    HALO_CUDA_CHECK(cudaMemcpyAsync(hs.data(), psum, sizeof(double) * hs.size(), cudaMemcpyDeviceToHost, stream_));
+    HALO_CUDA_CHECK(cudaMemcpyAsync(hc.data(), pcount, sizeof(long long) * hc.size(), cudaMemcpyDeviceToHost, stream_));
+  }
+  HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  double total = 0;
+  long long c = 0;
+  for (std::size_t i = 0; i < hs.size(); ++i) {
+    total += hs[i];
+    c += hc[i];
+  }
+  if (counted) *counted = std::int64_t(c);
+  return total;
+}
+
+// ---- ops ------------------------------------------------------------------------------------
+
+void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+                       const MatrixView& C) {
+  const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (beta == 0) fill(C, 0);
+    else {
+      scale_kernel<<<grid_for(C.size()), kThreads, 0, stream_>>>(C.data, beta, C.size());
+      check_launch();
+    }
+    return;
+  }
+  for (std::int64_t d : {m, n, k, A.cols, B.cols})
+    if (d > INT_MAX) throw ParamError("CudaBackend::gemm: dimension " + std::to_string(d) + " exceeds cuBLAS's int range");
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is its
+  // transpose in column-major, so B goes first with the same transpose flags, ld = its cols.
+  HALO_CUBLAS_CHECK(cublasSgemm(cublas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, int(n),
+                                int(m), int(k), &alpha, B.data, int(B.cols), A.data, int(A.cols), &beta, C.data,
+                                int(C.cols)));
+}
+
+void CudaBackend::add_bias(const MatrixView& Y, const float* b) {
+  if (Y.size() == 0) return;
+  add_bias_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, b, Y.size(), Y.cols);
+  check_launch();
+}
+
+void CudaBackend::column_sums(const MatrixView& X, float* out) {
+  if (X.cols == 0) return;
+  if (X.rows == 0) {
+    HALO_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * std::size_t(X.cols), stream_));
+    return;
+  }
+  reduce_columns<0>(X, nullptr, out);
+}
+
+void CudaBackend::relu(const MatrixView& Y) {
+  if (Y.size() == 0) return;
+  relu_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, Y.size());
+  check_launch();
+}
+
+void CudaBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
+  if (Y.size() == 0) return;
+  relu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, Y.size());
+  check_launch();
+}
+
+void CudaBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+  if (p <= 0.f || Y.size() == 0) return;
+  const float scale = 1.f / (1.f - p);
+  const std::uint32_t threshold = dropout_threshold(p);
+  const std::int64_t threads = Y.rows * ((Y.cols + 63) / 64) * 8;
+  dropout_kernel<<<grid_for(threads), kThreads, 0, stream_>>>(Y.data, Y.rows, Y.cols, scale, threshold, key,
+                                                              row_ids);
+  check_launch();
+}
+
+void CudaBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
+  const std::int64_t cols = X.cols;
+  if (cols == 0) return;
+  if (X.rows == 0) {
+    std::fill(sum, sum + cols, 0.0);
+    std::fill(sumsq, sumsq + cols, 0.0);
+    return;
+  }
+  const double* out = reduce_columns<1>(X, nullptr, nullptr);
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sum, out, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sumsq, out + cols, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost,
+                                  stream_));
+  HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std, const float* gamma,
+                                   const float* beta, const MatrixView* xhat, const MatrixView& Y) {
+  if (X.size() == 0) return;
+  const std::int64_t cols = X.cols;
+  Layout lay;
+  const std::size_t mean_at = lay.take(sizeof(float) * std::size_t(cols));
+  const std::size_t inv_at = lay.take(sizeof(float) * std::size_t(cols));
+  char* base = scratch(lay.bytes);
+  const float* d_mean = upload(base, mean_at, mean, cols);
+  const float* d_inv = upload(base, inv_at, inv_std, cols);
+  batch_norm_apply_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(
+      X.data, d_mean, d_inv, gamma, beta, xhat ? xhat->data : nullptr, Y.data, X.size(), cols);
+  check_launch();
+}
+
+void CudaBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                                       double* sum_dy_xhat) {
+  const std::int64_t cols = dY.cols;
+  if (cols == 0) return;
+  if (dY.rows == 0) {
+    std::fill(sum_dy, sum_dy + cols, 0.0);
+    std::fill(sum_dy_xhat, sum_dy_xhat + cols, 0.0);
+    return;
+  }
+  const double* out = reduce_columns<2>(dY, xhat.data, nullptr);
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sum_dy, out, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sum_dy_xhat, out + cols, sizeof(double) * std::size_t(cols),
+                                  cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                                      const float* inv_std, const float* mean_dy, const float* mean_dy_xhat,
+                                      const MatrixView& dX) {
+  if (dY.size() == 0) return;
+  const std::int64_t cols = dY.cols;
+  Layout lay;
+  const std::size_t inv_at = lay.take(sizeof(float) * std::size_t(cols));
+  const std::size_t mdy_at = lay.take(sizeof(float) * std::size_t(cols));
+  const std::size_t mdx_at = lay.take(sizeof(float) * std::size_t(cols));
+  char* base = scratch(lay.bytes);
+  const float* d_inv = upload(base, inv_at, inv_std, cols);
+  const float* d_mdy = upload(base, mdy_at, mean_dy, cols);
+  const float* d_mdx = upload(base, mdx_at, mean_dy_xhat, cols);
+  batch_norm_backward_kernel<<<grid_for(dY.size()), kThreads, 0, stream_>>>(dY.data, xhat.data, gamma, d_inv, d_mdy,
+                                                                           d_mdx, dX.data, dY.size(), cols);
+  check_launch();
+}
+
+double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                                 std::int64_t nrows, double denom, const MatrixView& dlogits,
+                                 std::int64_t* counted) {
+  fill(dlogits, 0.f);
+  if (nrows <= 0 || logits.cols == 0) {
+    if (counted) *counted = 0;
+    return 0;
+  }
+  const std::int64_t chunks = loss_chunks(nrows);
+  Layout lay;
+  const std::size_t loss_at = lay.take(sizeof(double) * std::size_t(nrows));
+  const std::size_t has_at = lay.take(sizeof(std::int32_t) * std::size_t(nrows));
+  const std::size_t psum_at = lay.take(sizeof(double) * std::size_t(chunks));
+  const std::size_t pcnt_at = lay.take(sizeof(long long) * std::size_t(chunks));
+  char* base = scratch(lay.bytes);
+  double* loss = reinterpret_cast<double*>(base + loss_at);
+  std::int32_t* has = reinterpret_cast<std::int32_t*>(base + has_at);
+  softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
+                                                                      denom, dlogits.data, loss, has);
+  check_launch();
+  return sum_losses(loss, has, nrows, reinterpret_cast<double*>(base + psum_at),
+                    reinterpret_cast<long long*>(base + pcnt_at), counted);
+}
+
+double CudaBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                               std::int64_t nrows, double denom, const MatrixView& dlogits, std::int64_t* counted) {
+  fill(dlogits, 0.f);
+  if (nrows <= 0 || logits.cols == 0) {
+    if (counted) *counted = 0;
+    return 0;
+  }
+  const std::int64_t chunks = loss_chunks(nrows);
+  Layout lay;
+  const std::size_t loss_at = lay.take(sizeof(double) * std::size_t(nrows));
+  const std::size_t cnt_at = lay.take(sizeof(std::int32_t) * std::size_t(nrows));
+  const std::size_t psum_at = lay.take(sizeof(double) * std::size_t(chunks));
+  const std::size_t pcnt_at = lay.take(sizeof(long long) * std::size_t(chunks));
+  char* base = scratch(lay.bytes);
+  double* loss = reinterpret_cast<double*>(base + loss_at);
+  std::int32_t* cnt = reinterpret_cast<std::int32_t*>(base + cnt_at);
+  bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
+                                                                    denom, dlogits.data, loss, cnt);
+  check_launch();
+  return sum_losses(loss, cnt, nrows, reinterpret_cast<double*>(base + psum_at),
+                    reinterpret_cast<long long*>(base + pcnt_at), counted);
+}
+
+void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {
+  if (n <= 0) return;
+  // The step constants exactly as the CPU computes them (on the host, in double).
+  const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
+  const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
+  const float step_size = float(double(s.lr) / bc1);
+  const float bc2_sqrt = float(std::sqrt(bc2));
+  adam_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, s.beta1, s.beta2, s.eps, s.weight_decay,
+                                                     step_size, bc2_sqrt);
+  check_launch();
+}
+
+void CudaBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst) {
+  if (n <= 0 || src.cols == 0) return;
+  gather_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, dst.data, n, src.cols);
+  check_launch();
+}
+
+void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst) {
+  if (n <= 0 || src.cols == 0) return;
+  if (n > INT_MAX) throw ParamError("CudaBackend::scatter_add_rows: more than 2^31-1 rows");
+  // Keys are in [0, dst.rows): sorting on the low bits that can be set is enough.
+  int end_bit = 1;
+  while (end_bit < 31 && (std::int64_t(1) << end_bit) < dst.rows) ++end_bit;
+  std::size_t temp_bytes = 0;
+  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, idx, static_cast<NodeId*>(nullptr),
+                                                  static_cast<const std::int32_t*>(nullptr),
+                                                  static_cast<std::int32_t*>(nullptr), int(n), 0, end_bit, stream_));
+  Layout lay;
+  const std::size_t keys_at = lay.take(sizeof(NodeId) * std::size_t(n));
+  const std::size_t iota_at = lay.take(sizeof(std::int32_t) * std::size_t(n));
+  const std::size_t order_at = lay.take(sizeof(std::int32_t) * std::size_t(n));
+  const std::size_t temp_at = lay.take(temp_bytes);
+  char* base = scratch(lay.bytes);
+  NodeId* keys = reinterpret_cast<NodeId*>(base + keys_at);
+  std::int32_t* iota = reinterpret_cast<std::int32_t*>(base + iota_at);
+  std::int32_t* order = reinterpret_cast<std::int32_t*>(base + order_at);
+  iota_kernel<<<grid_for(n), kThreads, 0, stream_>>>(iota, n);
+  check_launch();
+  // LSD radix sort is stable: rows with one destination keep their index order.
+  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + temp_at, temp_bytes, idx, keys, iota, order, int(n), 0,
+                                                  end_bit, stream_));
+  scatter_add_sorted_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, keys, order, dst.data, n,
+                                                                              src.cols);
+  check_launch();
+}
+
+void CudaBackend::add(const MatrixView& src, const MatrixView& dst) {
+  if (src.size() == 0) return;
+  add_kernel<<<grid_for(src.size()), kThreads, 0, stream_>>>(src.data, dst.data, src.size());
+  check_launch();
+}
+
+void CudaBackend::copy(const MatrixView& src, const MatrixView& dst) {
+  if (src.size() == 0 || src.data == dst.data) return;
+  HALO_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, sizeof(float) * std::size_t(src.size()),
+                                  cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::fill(const MatrixView& X, float v) {
+  if (X.size() == 0) return;
+  if (v == 0.f && !std::signbit(v)) {
+    HALO_CUDA_CHECK(cudaMemsetAsync(X.data, 0, sizeof(float) * std::size_t(X.size()), stream_));
+    return;
+  }
+  fill_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(X.data, v, X.size());
+  check_launch();
+}
+
+Backend& cuda_backend() {
+  // Constructed on first use; a constructor that throws (no GPU) leaves it unconstructed, so a
+  // later call tries again.
+  static CudaBackend backend;
+  return backend;
+}
+
+}  // namespace halo

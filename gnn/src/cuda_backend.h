@@ -1,0 +1,137 @@
+// The CUDA backend's class (private to gnn/src): kernels live in cuda_backend.cu, SpMM in
+// spmm_cuda.cu. One stream owned by the backend carries every kernel, copy, cuBLAS and cuSPARSE
+// call, so ops run in issue order; ops that return host values synchronise it. The stream is a
+// blocking one (cudaStreamCreate, not cudaStreamNonBlocking): it orders against the legacy
+// default stream that device_copy / Matrix::to_host use, so a host copy after an op sees its
+// result without an explicit synchronisation.
+//
+// Determinism: no floating-point atomics anywhere. Reductions use a fixed row partition with
+// per-block partials in double combined in block order; scatter_add_rows adds each destination's
+// rows in index order; SpMM uses cuSPARSE's deterministic CSR algorithm (see spmm_cuda.cu);
+// cuBLAS is bitwise reproducible on one stream for a given GPU model and toolkit.
+//
+// Not thread-safe: the scratch buffer and the SpMM plan cache are shared, so one host thread
+// drives the backend (as the trainer does).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "halo/gnn/backend.h"
+
+namespace halo {
+
+// Device memory with RAII; grows only (contents are not kept when it grows).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  // At least `bytes` of device memory; when it must grow, `stream` is synchronised first so no
+  // queued kernel still uses the old allocation.
+  void* reserve(std::size_t bytes, cudaStream_t stream);
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // Throws SystemError with cuda_devices()'s reason when no GPU is visible.
+  CudaBackend();
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::kCuda; }
+  const char* name() const override { return "cuda"; }
+  void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
+  void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+            const MatrixView& C) override;
+  void add_bias(const MatrixView& Y, const float* b) override;
+  void column_sums(const MatrixView& X, float* out) override;
+  void relu(const MatrixView& Y) override;
+  void relu_backward(const MatrixView& Y, const MatrixView& dY) override;
+  void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) override;
+  void column_moments(const MatrixView& X, double* sum, double* sumsq) override;
+  void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, const MatrixView* xhat,
+                        const MatrixView& Y) override;
+  void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                            double* sum_dy_xhat) override;
+  void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                           const float* inv_std, const float* mean_dy, const float* mean_dy_xhat,
+                           const MatrixView& dX) override;
+  double softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                      std::int64_t nrows, double denom, const MatrixView& dlogits,
+                      std::int64_t* counted) override;
+  double bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                    std::int64_t nrows, double denom, const MatrixView& dlogits,
+                    std::int64_t* counted) override;
+  void adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+            const AdamStep& s) override;
+  void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                   const MatrixView& dst) override;
+  void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                        const MatrixView& dst) override;
+  void add(const MatrixView& src, const MatrixView& dst) override;
+  void copy(const MatrixView& src, const MatrixView& dst) override;
+  void fill(const MatrixView& X, float v) override;
+
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  // One sparse operator prepared for cuSPARSE at one dense width: descriptor over rebased
+  // int32 offsets, the work buffer (preprocessed for this width) and the nonzero count.
+  struct SpmmPlan {
+    cusparseConstSpMatDescr_t mat = nullptr;
+    DeviceBuffer offsets32;  // offsets - offsets[0], rows + 1 entries
+    DeviceBuffer work;       // cuSPARSE's external buffer
+    const NodeId* indices = nullptr;  // A.indices + offsets[0]
+    const float* values = nullptr;    // A.values + offsets[0]
+    std::int64_t nnz = 0;
+    bool own_kernel = false;  // cuSPARSE declined CSR_ALG3 here: the fallback kernel runs
+    SpmmPlan() = default;
+    SpmmPlan(const SpmmPlan&) = delete;
+    SpmmPlan& operator=(const SpmmPlan&) = delete;
+    ~SpmmPlan();
+  };
+  // (offsets, indices, values, rows, cols, dense width): every pointer the descriptor holds.
+  using SpmmKey = std::tuple<const void*, const void*, const void*, std::int64_t, std::int64_t, std::int64_t>;
+  SpmmPlan& spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y);
+  // Destroys the plans, handles and stream (errors ignored).
+  void release() noexcept;
+
+  // The scratch buffer, at least `bytes` long (temporaries of one op: partial sums, uploaded
+  // per-column statistics, sort buffers). Reused by the next op in stream order.
+  char* scratch(std::size_t bytes) { return static_cast<char*>(scratch_.reserve(bytes, stream_)); }
+  // Copies n host floats into the scratch at byte offset `at` (stream-ordered).
+  const float* upload(char* base, std::size_t at, const float* host, std::int64_t n);
+  // Column reductions: Kind 0 = sum of a, 1 = sums of a and a^2, 2 = sums of a and a*h.
+  // Results (outputs x cols) go to out_f (device, as float) when given, else to the scratch
+  // (double) at the returned pointer.
+  template <int Kind>
+  const double* reduce_columns(const MatrixView& a, const float* h, float* out_f);
+  // Sums n per-row losses and counts (device): fixed chunks reduced on the device into
+  // psum/pcount (loss_chunks(n) entries each, device), then the chunks in order on the host.
+  double sum_losses(const double* loss, const std::int32_t* count, std::int64_t n, double* psum,
+                    long long* pcount, std::int64_t* counted);
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cusparseHandle_t cusparse_ = nullptr;
+  DeviceBuffer scratch_;
+  std::map<SpmmKey, std::unique_ptr<SpmmPlan>> spmm_plans_;
+};
+
+}  // namespace halo

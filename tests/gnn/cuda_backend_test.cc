@@ -1,0 +1,488 @@
+// The CUDA backend against the CPU backend, op by op, on the same random inputs: odd widths
+// (1, 7, 33, 257), skewed sparse operators with empty rows, a row slice of a CSR. Element-wise
+// results within atol + rtol |ref|; dropout masks, relu, gather, copy, fill and scatter-add
+// (same additions in the same order) bitwise. GPU ops are also run twice where they reduce, to
+// check they are deterministic. Without a GPU every test here skips with cuda_devices()'s reason.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "halo/gnn/backend.h"
+#include "halo/gnn/device.h"
+#include "halo/gnn/graph_op.h"
+#include "halo/graph/error.h"
+
+namespace halo {
+namespace {
+
+const std::int64_t kWidths[] = {1, 7, 33, 257};
+
+// A device copy of a host array (RAII).
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(const std::vector<T>& host)
+      : n_(host.size()), p_(static_cast<T*>(device_alloc(sizeof(T) * host.size()))) {
+    device_copy(p_, host.data(), sizeof(T) * n_, CopyKind::kHostToDevice);
+  }
+  ~DeviceArray() { device_free(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> to_host() const {
+    std::vector<T> out(n_);
+    device_copy(out.data(), p_, sizeof(T) * n_, CopyKind::kDeviceToHost);
+    return out;
+  }
+
+ private:
+  std::size_t n_;
+  T* p_;
+};
+
+std::vector<float> randn(std::int64_t n, std::uint32_t seed, float mean = 0.f, float sd = 1.f) {
+  std::mt19937 g{seed};
+  std::normal_distribution<float> d(mean, sd);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+Matrix host_matrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  Matrix m(rows, cols);
+  m.storage() = randn(rows * cols, seed);
+  return m;
+}
+
+Matrix upload(const Matrix& h) {
+  Matrix d(h.rows(), h.cols(), 0.f, Device::kCuda);
+  d.assign(h.storage());
+  return d;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(double(got[i]) - double(ref[i])) <= atol + rtol * std::abs(double(ref[i])))) {
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << ref[i];
+      return;
+    }
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double atol, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - ref[i]) <= atol + rtol * std::abs(ref[i]))) {
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << ref[i];
+      return;
+    }
+}
+
+// Bitwise equality (memcmp, so -0 vs 0 and NaN payloads count too).
+void expect_bitwise(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &ref[i], sizeof(float)) != 0) {
+      ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << ref[i];
+      return;
+    }
+}
+
+// rows x cols CSR with skewed degrees (most rows short, a few near-dense), every fourth row and
+// the last one empty, sorted distinct columns, random values.
+SparseMatrix skewed_sparse(std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  std::mt19937 g{seed};
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::uniform_int_distribution<NodeId> col(0, NodeId(cols - 1));
+  std::normal_distribution<float> val;
+  SparseMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  a.offsets.push_back(0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::vector<NodeId> cs;
+    if (r % 4 != 0 && r != rows - 1) {
+      const auto deg = std::int64_t(std::pow(u(g), 6.0) * double(cols)) + 1;
+      for (std::int64_t k = 0; k < deg; ++k) cs.push_back(col(g));
+      std::sort(cs.begin(), cs.end());
+      cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+    }
+    for (NodeId c : cs) {
+      a.indices.push_back(c);
+      a.values.push_back(val(g));
+    }
+    a.offsets.push_back(EdgeId(a.indices.size()));
+  }
+  return a;
+}
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CudaDevices d = cuda_devices();
+    if (d.count == 0) GTEST_SKIP() << d.reason;
+  }
+  Backend& cpu = cpu_backend();
+};
+
+TEST_F(CudaBackendTest, NameAndDevice) {
+  Backend& gpu = cuda_backend();
+  EXPECT_EQ(gpu.device(), Device::kCuda);
+  EXPECT_STREQ(gpu.name(), "cuda");
+  EXPECT_EQ(&gpu, &cuda_backend());
+}
+
+TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(301, 257, 11);
+  const DeviceSparse dA(A);
+  for (std::int64_t f : kWidths) {
+    const std::string what = "spmm f=" + std::to_string(f);
+    const Matrix X = host_matrix(A.cols, f, std::uint32_t(f));
+    const Matrix dX = upload(X);
+    Matrix Y(A.rows, f);
+    cpu.spmm(A.view(), X.view(), Y.view());
+    Matrix dY(A.rows, f, 123.f, Device::kCuda);  // overwritten, including empty rows
+    gpu.spmm(dA.view(), dX.view(), dY.view());
+    const std::vector<float> first = dY.to_host();
+    expect_close(first, Y.storage(), 1e-4, 1e-4, what);
+    gpu.fill(dY.view(), 7.f);
+    gpu.spmm(dA.view(), dX.view(), dY.view());  // the cached plan
+    expect_bitwise(dY.to_host(), first, what + " (second run)");
+  }
+}
+
+TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(300, 100, 12);
+  const DeviceSparse dA(A);
+  for (std::int64_t f : {std::int64_t(7), std::int64_t(33)}) {
+    const Matrix X = host_matrix(A.cols, f, 99);
+    const Matrix dX = upload(X);
+    for (auto [r0, r1] : {std::pair<std::int64_t, std::int64_t>{101, 250}, {0, 37}, {263, 300}}) {
+      const std::string what = "spmm slice [" + std::to_string(r0) + "," + std::to_string(r1) + ") f=" + std::to_string(f);
+      const SparseView hs{r1 - r0, A.cols, A.offsets.data() + r0, A.indices.data(), A.values.data()};
+      const SparseView dv = dA.view();
+      const SparseView ds{r1 - r0, A.cols, dv.offsets + r0, dv.indices, dv.values};
+      Matrix Y(r1 - r0, f);
+      cpu.spmm(hs, X.view(), Y.view());
+      Matrix dY(r1 - r0, f, -1.f, Device::kCuda);
+      gpu.spmm(ds, dX.view(), dY.view());
+      expect_close(dY.to_host(), Y.storage(), 1e-4, 1e-4, what);
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {
+  Backend& gpu = cuda_backend();
+  SparseMatrix A;
+  A.rows = 20;
+  A.cols = 10;
+  A.offsets.assign(21, 0);
+  const DeviceSparse dA(A);
+  const Matrix dX = upload(host_matrix(10, 7, 5));
+  Matrix dY(20, 7, 3.f, Device::kCuda);
+  gpu.spmm(dA.view(), dX.view(), dY.view());
+  expect_bitwise(dY.to_host(), std::vector<float>(140, 0.f), "empty spmm");
+}
+
+TEST_F(CudaBackendTest, GemmMatchesCpuForEveryTranspose) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t m = 33;
+  for (std::int64_t n : kWidths)
+    for (std::int64_t k : {std::int64_t(1), std::int64_t(7), std::int64_t(33)})
+      for (int t = 0; t < 4; ++t) {
+        const bool ta = t & 1, tb = t & 2;
+        const std::string what = "gemm m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
+                                 std::to_string(k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+        const Matrix A = ta ? host_matrix(k, m, 1) : host_matrix(m, k, 1);
+        const Matrix B = tb ? host_matrix(n, k, 2) : host_matrix(k, n, 2);
+        Matrix C = host_matrix(m, n, 3);
+        const Matrix dA = upload(A), dB = upload(B);
+        Matrix dC = upload(C);
+        cpu.gemm(ta, tb, 0.75f, A.view(), B.view(), 0.5f, C.view());
+        gpu.gemm(ta, tb, 0.75f, dA.view(), dB.view(), 0.5f, dC.view());
+        expect_close(dC.to_host(), C.storage(), 1e-4, 1e-4, what);
+      }
+  // k = 0: C = beta C.
+  Matrix C = host_matrix(5, 7, 4);
+  Matrix dC = upload(C);
+  const Matrix A0(5, 0), B0(0, 7);
+  const Matrix dA0(5, 0, 0.f, Device::kCuda), dB0(0, 7, 0.f, Device::kCuda);
+  cpu.gemm(false, false, 1.f, A0.view(), B0.view(), 0.25f, C.view());
+  gpu.gemm(false, false, 1.f, dA0.view(), dB0.view(), 0.25f, dC.view());
+  expect_close(dC.to_host(), C.storage(), 0, 0, "gemm k=0");
+}
+
+TEST_F(CudaBackendTest, ElementwiseOpsMatchCpu) {
+  Backend& gpu = cuda_backend();
+  for (std::int64_t f : kWidths) {
+    const std::string w = " f=" + std::to_string(f);
+    const std::int64_t rows = 37;
+    const std::vector<float> bias = randn(f, 7);
+    const DeviceArray<float> dbias(bias);
+
+    Matrix Y = host_matrix(rows, f, 8);
+    Matrix dY = upload(Y);
+    cpu.add_bias(Y.view(), bias.data());
+    gpu.add_bias(dY.view(), dbias.get());
+    expect_close(dY.to_host(), Y.storage(), 1e-6, 1e-6, "add_bias" + w);
+
+    cpu.relu(Y.view());
+    gpu.relu(dY.view());
+    expect_bitwise(dY.to_host(), Y.storage(), "relu" + w);
+
+    Matrix G = host_matrix(rows, f, 9);
+    Matrix dG = upload(G);
+    cpu.relu_backward(Y.view(), G.view());
+    gpu.relu_backward(dY.view(), dG.view());
+    expect_bitwise(dG.to_host(), G.storage(), "relu_backward" + w);
+
+    const Matrix S = host_matrix(rows, f, 10);
+    const Matrix dS = upload(S);
+    cpu.add(S.view(), G.view());
+    gpu.add(dS.view(), dG.view());
+    expect_bitwise(dG.to_host(), G.storage(), "add" + w);
+
+    cpu.copy(S.view(), G.view());
+    gpu.copy(dS.view(), dG.view());
+    expect_bitwise(dG.to_host(), G.storage(), "copy" + w);
+
+    for (float v : {0.f, -0.f, 2.5f}) {
+      cpu.fill(G.view(), v);
+      gpu.fill(dG.view(), v);
+      expect_bitwise(dG.to_host(), G.storage(), "fill " + std::to_string(v) + w);
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, DropoutMasksAreBitwiseTheCpus) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t rows = 29;
+  std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) ids[std::size_t(r)] = NodeId(2147483647 - 7919 * r);
+  const DeviceArray<NodeId> dids(ids);
+  for (std::int64_t f : {std::int64_t(1), std::int64_t(7), std::int64_t(33), std::int64_t(64), std::int64_t(65),
+                         std::int64_t(257)})
+    for (float p : {0.1f, 0.5f, 0.9f})
+      for (bool with_ids : {false, true}) {
+        const std::string what = "dropout f=" + std::to_string(f) + " p=" + std::to_string(p) +
+                                  (with_ids ? " ids" : " rows");
+        const PhiloxKey key = philox_key(42, kStreamDropout + std::uint64_t(f));
+        Matrix Y = host_matrix(rows, f, 13);
+        Matrix dY = upload(Y);
+        cpu.dropout(Y.view(), p, key, with_ids ? ids.data() : nullptr);
+        gpu.dropout(dY.view(), p, key, with_ids ? dids.get() : nullptr);
+        expect_bitwise(dY.to_host(), Y.storage(), what);
+      }
+}
+
+TEST_F(CudaBackendTest, ColumnReductionsMatchCpuAndAreDeterministic) {
+  Backend& gpu = cuda_backend();
+  // The last shape is tall enough for blocks of more than 256 rows (at most 2048 blocks).
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{0, 7}, {1, 1}, {1, 257}, {255, 7}, {1000, 1},
+                                                          {1000, 7}, {1000, 33}, {1000, 257}, {600001, 3}};
+  for (const auto& [rows, f] : shapes) {
+    const std::string what = " rows=" + std::to_string(rows) + " f=" + std::to_string(f);
+    const Matrix X = host_matrix(rows, f, 21);
+    const Matrix H = host_matrix(rows, f, 22);
+    const Matrix dX = upload(X), dH = upload(H);
+    const auto n = static_cast<std::size_t>(f);
+
+    std::vector<float> sums(n);
+    cpu.column_sums(X.view(), sums.data());
+    DeviceArray<float> dsums(std::vector<float>(n, 9.f));
+    gpu.column_sums(dX.view(), dsums.get());
+    expect_close(dsums.to_host(), sums, 1e-5, 1e-5, "column_sums" + what);
+
+    std::vector<double> s(n), ss(n), gs(n, 9), gss(n, 9), gs2(n), gss2(n);
+    cpu.column_moments(X.view(), s.data(), ss.data());
+    gpu.column_moments(dX.view(), gs.data(), gss.data());
+    gpu.column_moments(dX.view(), gs2.data(), gss2.data());
+    expect_close(gs, s, 1e-9, 1e-9, "column_moments sum" + what);
+    expect_close(gss, ss, 1e-9, 1e-9, "column_moments sumsq" + what);
+    EXPECT_EQ(gs, gs2) << "column_moments not deterministic" << what;
+    EXPECT_EQ(gss, gss2) << "column_moments not deterministic" << what;
+
+    cpu.batch_norm_grad_sums(X.view(), H.view(), s.data(), ss.data());
+    gpu.batch_norm_grad_sums(dX.view(), dH.view(), gs.data(), gss.data());
+    gpu.batch_norm_grad_sums(dX.view(), dH.view(), gs2.data(), gss2.data());
+    expect_close(gs, s, 1e-9, 1e-9, "batch_norm_grad_sums dy" + what);
+    expect_close(gss, ss, 1e-9, 1e-9, "batch_norm_grad_sums dy*xhat" + what);
+    EXPECT_EQ(gs, gs2) << "batch_norm_grad_sums not deterministic" << what;
+    EXPECT_EQ(gss, gss2) << "batch_norm_grad_sums not deterministic" << what;
+  }
+}
+
+TEST_F(CudaBackendTest, BatchNormApplyAndBackwardMatchCpu) {
+  Backend& gpu = cuda_backend();
+  for (std::int64_t f : kWidths) {
+    const std::string w = " f=" + std::to_string(f);
+    const std::int64_t rows = 41;
+    // Host statistics, device parameters (the backend's memory-space convention).
+    const std::vector<float> mean = randn(f, 31), gamma = randn(f, 33, 1.f, 0.2f), beta = randn(f, 34);
+    std::vector<float> inv_std = randn(f, 32, 1.f, 0.1f);
+    for (auto& v : inv_std) v = std::abs(v) + 0.1f;
+    const DeviceArray<float> dgamma(gamma), dbeta(beta);
+
+    // In place (X = Y), as the model calls it, with xhat.
+    Matrix Y = host_matrix(rows, f, 35), xhat(rows, f);
+    Matrix dY = upload(Y), dxhat(rows, f, 0.f, Device::kCuda);
+    const MatrixView hx = xhat.view(), dhx = dxhat.view();
+    cpu.batch_norm_apply(Y.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), &hx, Y.view());
+    gpu.batch_norm_apply(dY.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), &dhx, dY.view());
+    expect_close(dY.to_host(), Y.storage(), 1e-5, 1e-5, "batch_norm_apply y" + w);
+    expect_close(dxhat.to_host(), xhat.storage(), 1e-5, 1e-5, "batch_norm_apply xhat" + w);
+
+    // Inference: no xhat, separate output.
+    const Matrix X = host_matrix(rows, f, 36);
+    const Matrix dX = upload(X);
+    Matrix Z(rows, f), dZ(rows, f, 0.f, Device::kCuda);
+    cpu.batch_norm_apply(X.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), nullptr, Z.view());
+    gpu.batch_norm_apply(dX.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), nullptr, dZ.view());
+    expect_close(dZ.to_host(), Z.storage(), 1e-5, 1e-5, "batch_norm_apply inference" + w);
+
+    // Backward with dX aliasing dY.
+    const std::vector<float> mean_dy = randn(f, 37, 0.f, 0.1f), mean_dy_xhat = randn(f, 38, 0.f, 0.1f);
+    Matrix G = host_matrix(rows, f, 39);
+    Matrix dG = upload(G);
+    cpu.batch_norm_backward(G.view(), xhat.view(), gamma.data(), inv_std.data(), mean_dy.data(), mean_dy_xhat.data(),
+                            G.view());
+    gpu.batch_norm_backward(dG.view(), dxhat.view(), dgamma.get(), inv_std.data(), mean_dy.data(),
+                            mean_dy_xhat.data(), dG.view());
+    expect_close(dG.to_host(), G.storage(), 1e-5, 1e-5, "batch_norm_backward" + w);
+  }
+}
+
+TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t n = 300;
+  for (std::int64_t k : kWidths) {
+    const std::string w = " classes=" + std::to_string(k);
+    std::mt19937 g{std::uint32_t(k)};
+    std::uniform_int_distribution<std::int32_t> cls(0, std::int32_t(k - 1));
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = i % 5 == 3 ? -1 : cls(g);
+    std::vector<NodeId> rows;
+    for (NodeId r = 0; r < NodeId(n); r += 2) rows.push_back(NodeId(n) - 1 - r);  // every other row, reversed
+    const DeviceArray<std::int32_t> dlabels(labels);
+    const DeviceArray<NodeId> drows(rows);
+    const Matrix Z = host_matrix(n, k, 41);
+    const Matrix dZ = upload(Z);
+    Matrix D(n, k, 5.f), dD(n, k, 5.f, Device::kCuda);  // rows not listed must be zeroed
+    std::int64_t counted = -1, gcounted = -2;
+    const double denom = 17.0;
+    const double loss = cpu.softmax_xent(Z.view(), labels.data(), rows.data(), std::int64_t(rows.size()), denom,
+                                         D.view(), &counted);
+    const double gloss = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
+                                          dD.view(), &gcounted);
+    EXPECT_EQ(gcounted, counted) << w;
+    EXPECT_NEAR(gloss, loss, 1e-9 + 1e-9 * std::abs(loss)) << w;
+    expect_close(dD.to_host(), D.storage(), 1e-7, 1e-5, "softmax_xent dlogits" + w);
+    const double again = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
+                                          dD.view(), nullptr);
+    EXPECT_EQ(again, gloss) << "softmax_xent not deterministic" << w;
+  }
+}
+
+TEST_F(CudaBackendTest, BinaryCrossEntropyMatchesCpu) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t n = 200;
+  for (std::int64_t t : kWidths) {
+    const std::string w = " tasks=" + std::to_string(t);
+    std::mt19937 g{std::uint32_t(t) + 100};
+    std::uniform_int_distribution<std::int32_t> y(-1, 1);
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(n * t));
+    for (auto& v : labels) v = y(g);
+    std::vector<NodeId> rows;
+    for (NodeId r = 1; r < NodeId(n); r += 3) rows.push_back(r);
+    const DeviceArray<std::int32_t> dlabels(labels);
+    const DeviceArray<NodeId> drows(rows);
+    Matrix Z = host_matrix(n, t, 43);
+    for (auto& v : Z.storage()) v *= 4.f;  // large logits too: the stable form matters
+    const Matrix dZ = upload(Z);
+    Matrix D(n, t, 5.f), dD(n, t, 5.f, Device::kCuda);
+    std::int64_t counted = -1, gcounted = -2;
+    const double denom = 3.0;
+    const double loss = cpu.bce_logits(Z.view(), labels.data(), rows.data(), std::int64_t(rows.size()), denom,
+                                       D.view(), &counted);
+    const double gloss = gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
+                                        dD.view(), &gcounted);
+    EXPECT_EQ(gcounted, counted) << w;
+    EXPECT_NEAR(gloss, loss, 1e-9 + 1e-9 * std::abs(loss)) << w;
+    expect_close(dD.to_host(), D.storage(), 1e-7, 1e-5, "bce_logits dlogits" + w);
+    const double again =
+        gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom, dD.view(), nullptr);
+    EXPECT_EQ(again, gloss) << "bce_logits not deterministic" << w;
+  }
+}
+
+TEST_F(CudaBackendTest, AdamMatchesCpu) {
+  Backend& gpu = cuda_backend();
+  for (std::int64_t n : {std::int64_t(1), std::int64_t(7), std::int64_t(257), std::int64_t(4099)}) {
+    std::vector<float> p = randn(n, 51), m = randn(n, 52, 0.f, 0.1f), v = randn(n, 53, 0.f, 0.1f);
+    for (auto& x : v) x = x * x;
+    const DeviceArray<float> dp(p), dm(m), dv(v);
+    AdamStep s;
+    s.lr = 0.01f;
+    s.weight_decay = 5e-4f;
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      s.step = step;
+      const std::vector<float> grad = randn(n, std::uint32_t(60 + step));
+      const DeviceArray<float> dgrad(grad);
+      cpu.adam(p.data(), grad.data(), m.data(), v.data(), n, s);
+      gpu.adam(dp.get(), dgrad.get(), dm.get(), dv.get(), n, s);
+    }
+    const std::string w = " n=" + std::to_string(n);
+    expect_close(dp.to_host(), p, 1e-6, 1e-5, "adam p" + w);
+    expect_close(dm.to_host(), m, 1e-6, 1e-5, "adam m" + w);
+    expect_close(dv.to_host(), v, 1e-7, 1e-5, "adam v" + w);
+  }
+}
+
+TEST_F(CudaBackendTest, GatherAndScatterAddRowsMatchCpu) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t src_rows = 50, n = 120;
+  std::mt19937 g{77};
+  std::uniform_int_distribution<NodeId> any(0, NodeId(src_rows - 1));
+  std::vector<NodeId> idx(static_cast<std::size_t>(n));
+  for (auto& i : idx) i = any(g) % 9 == 0 ? 3 : any(g);  // repeats, and one heavy destination
+  const DeviceArray<NodeId> didx(idx);
+  for (std::int64_t f : kWidths) {
+    const std::string w = " f=" + std::to_string(f);
+    const Matrix S = host_matrix(src_rows, f, 71);
+    const Matrix dS = upload(S);
+    Matrix D(n, f), dD(n, f, 0.f, Device::kCuda);
+    cpu.gather_rows(S.view(), idx.data(), n, D.view());
+    gpu.gather_rows(dS.view(), didx.get(), n, dD.view());
+    expect_bitwise(dD.to_host(), D.storage(), "gather_rows" + w);
+
+    // Scatter-add the n rows back onto a non-zero destination: the GPU adds each destination's
+    // rows in index order, as the CPU does, so the sums are bitwise equal.
+    const Matrix R = host_matrix(n, f, 72);
+    const Matrix dR = upload(R);
+    Matrix T = host_matrix(src_rows, f, 73);
+    Matrix dT = upload(T);
+    cpu.scatter_add_rows(R.view(), idx.data(), n, T.view());
+    gpu.scatter_add_rows(dR.view(), didx.get(), n, dT.view());
+    expect_bitwise(dT.to_host(), T.storage(), "scatter_add_rows" + w);
+    gpu.scatter_add_rows(dR.view(), didx.get(), 0, dT.view());  // n = 0: nothing
+    expect_bitwise(dT.to_host(), T.storage(), "scatter_add_rows n=0" + w);
+  }
+}
+
+// Runs without a GPU (it is about the lack of one).
+TEST(Device, CudaBackendWithoutDeviceIsASystemError) {
+  if (cuda_devices().count > 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_THROW(cuda_backend(), SystemError);
+}
+
+}  // namespace
+}  // namespace halo
