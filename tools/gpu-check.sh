@@ -26,9 +26,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_va
 export HALO_SOURCE_DIR=$repo HALO_TEST_DATA_DIR=$repo/tests/data HALO_BINARY=$b/bin/halo HALO_MPIEXEC=$b/usr/bin/mpirun
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 "$b/bin/halo" version 2>&1 | tee -a "$summary"
+status=0
+if "$b/bin/halo" version | grep -q '^gpus: none'; then say "FAIL: halo sees no GPU (the GPU tests would only skip)"; status=1; fi
 
 say "== GPU tests"
-status=0
 run_tests() {  # binary, filter
   timeout 240 "$b/bin/$1" --gtest_filter="$2" > "$out/$1.txt" 2>&1
   local rc=$?
