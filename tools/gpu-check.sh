@@ -20,7 +20,9 @@ cudalib=$(dirname "$(ldconfig -p | awk '/libcusparse.so.12 / {print $NF; exit}')
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [[ -e $d/libcusparse.so.12 ]] && cudalib=$d && break
 done
-export LD_LIBRARY_PATH=$b/lib:$b/usr/lib/x86_64-linux-gnu/openmpi/lib:${cudalib:-/usr/local/cuda/lib64}:${LD_LIBRARY_PATH:-}
+# NCCL is loaded at run time; the Python wheel's copy serves when the toolkit has none.
+nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH=${nccl:+$nccl:}$b/lib:$b/usr/lib/x86_64-linux-gnu/openmpi/lib:${cudalib:-/usr/local/cuda/lib64}:${LD_LIBRARY_PATH:-}
 export OPAL_PREFIX=$b/usr PATH=$b/usr/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export HALO_SOURCE_DIR=$repo HALO_TEST_DATA_DIR=$repo/tests/data HALO_BINARY=$b/bin/halo HALO_MPIEXEC=$b/usr/bin/mpirun

@@ -171,6 +171,17 @@ class MpiCommunicator final : public Communicator {
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
   }
 
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    constexpr std::size_t kChunk = std::size_t(1) << 30;
+    for (std::size_t at = 0; at < bytes; at += kChunk) {
+      std::vector<MPI_Request> req(1);
+      check(MPI_Ibcast(static_cast<char*>(data) + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, MPI_COMM_WORLD,
+                       &req[0]),
+            "MPI_Ibcast");
+      wait_all(req, "broadcast");
+    }
+  }
+
  private:
   static constexpr int kGatherTag = 1 << 20;
 
@@ -207,6 +218,17 @@ class MpiCommunicator final : public Communicator {
 };
 
 }  // namespace
+
+void Communicator::allreduce_device(float*, std::int64_t) {
+  throw SystemError(std::string("the ") + name() + " communicator moves host memory only");
+}
+
+#ifndef HALO_HAVE_NCCL
+std::string nccl_unavailable_reason() { return "halo was built without NCCL support"; }
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator&, int) {
+  throw SystemError("NCCL: " + nccl_unavailable_reason());
+}
+#endif
 
 std::unique_ptr<Pending> LocalCommunicator::exchange(std::span<const PeerBlock> sends,
                                                      std::span<const PeerBlock> recvs, int) {

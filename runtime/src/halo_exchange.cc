@@ -44,6 +44,10 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& pl
     send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
     stage_.set_device(Device::kCuda);
   }
+  direct_ = gpu_ && comm.device_buffers();
+  if (comm.device_buffers() && !gpu_) throw ParamError("a device-memory communicator needs the CUDA backend");
+  if (direct_ && (dtype != HaloDtype::kF32 || staleness != 0))
+    throw ParamError("the NCCL path exchanges exact f32 rows; bf16 and staleness go through MPI");
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -195,7 +199,43 @@ HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slo
   return *s;
 }
 
+// NCCL: rows packed on the GPU go straight from device memory into the peers' halo rows.
+void HaloExchanger::start_direct_forward(const MatrixView& all, int tag) {
+  const std::int64_t w = all.cols, n = plan_.send_rows();
+  stage_.resize(n, w);
+  if (n > 0) be_.gather_rows(all, send_dev_->data(), n, stage_.view());
+  std::vector<PeerBlock> sends, recvs;
+  for (int q = 0; q < plan_.k; ++q) {
+    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
+    if (s1 > s0) sends.push_back({q, stage_.data() + s0 * w, std::size_t((s1 - s0) * w) * 4});
+    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
+    if (r1 > r0) recvs.push_back({q, all.row(plan_.owned + r0), std::size_t((r1 - r0) * w) * 4});
+  }
+  stats_.bytes_sent += n * w * 4;
+  pending_ = comm_.exchange(sends, recvs, tag);
+}
+
+void HaloExchanger::start_direct_backward(const MatrixView& all, int tag) {
+  const std::int64_t w = all.cols, n = plan_.send_rows();
+  grad_stage_.set_device(Device::kCuda);
+  grad_stage_.resize(n, w);
+  std::vector<PeerBlock> sends, recvs;
+  for (int q = 0; q < plan_.k; ++q) {
+    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
+    if (r1 > r0) sends.push_back({q, all.row(plan_.owned + r0), std::size_t((r1 - r0) * w) * 4});
+    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
+    if (s1 > s0) recvs.push_back({q, grad_stage_.data() + s0 * w, std::size_t((s1 - s0) * w) * 4});
+  }
+  stats_.bytes_sent += plan_.halo * w * 4;
+  pending_ = comm_.exchange(sends, recvs, tag);
+}
+
 void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool training) {
+  if (direct_) {
+    fwd_stale_ = false;
+    start_direct_forward(all, tag_of(layer, kForward));
+    return;
+  }
   fwd_stale_ = training && staleness_ > 0;
   if (!fwd_stale_) {
     const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
@@ -224,12 +264,21 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
 }
 
 void HaloExchanger::forward_end() {
+  if (direct_) {
+    finish_pending(pending_);
+    return;
+  }
   if (fwd_stale_) return;
   finish_pending(pending_);
   if (dtype_ == HaloDtype::kBf16 || gpu_) unpack_halo(recv_buf_, fwd_all_);
 }
 
 void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
+  if (direct_) {
+    start_direct_backward(all, tag_of(layer, kBackward));
+    bwd_active_ = nullptr;
+    return;
+  }
   if (staleness_ == 0) {
     start_backward(all, send_buf_, recv_buf_, /*copy_send=*/false, tag_of(layer, kBackward));
     pending_ = std::move(pending_next_);
@@ -255,6 +304,12 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
 }
 
 void HaloExchanger::backward_end(const MatrixView& all) {
+  if (direct_) {
+    finish_pending(pending_);
+    if (plan_.send_rows() > 0)
+      be_.scatter_add_rows(grad_stage_.view(), send_dev_->data(), plan_.send_rows(), all.rows_range(0, plan_.owned));
+    return;
+  }
   if (bwd_active_) {
     add_received(bwd_active_->prev, all);
     bwd_active_ = nullptr;

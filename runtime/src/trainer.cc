@@ -363,18 +363,29 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   const Device dev = opt.device == "cuda" || (opt.device == "auto" && cuda_devices().count > 0) ? Device::kCuda
                                                                                               : Device::kCpu;
   const bool gpu = dev == Device::kCuda;
+  // Ranks on GPUs: one GPU per rank on a node when there are enough, and then NCCL moves the
+  // halo rows and gradients between device buffers; otherwise (ranks sharing a GPU, no NCCL,
+  // bf16 or stale halo rows) MPI with host staging.
+  std::unique_ptr<Communicator> nccl;
   if (gpu && ranks > 1) {
-    // One GPU per rank on a node when there are enough; ranks beyond that share them.
     const CudaDevices devs = cuda_devices();
     if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
-    int local = rank;
+    int local = rank, local_size = ranks;
     if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local = std::atoi(v);
     else if (const char* w = std::getenv("SLURM_LOCALID")) local = std::atoi(w);
+    if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_size = std::atoi(v);
     use_device(local % devs.count);
+    std::string why = nccl_unavailable_reason();
+    if (why.empty() && local_size > devs.count) why = "ranks share a GPU";
+    if (why.empty() && (opt.halo_dtype != "f32" || opt.halo_staleness != 0)) why = "bf16 and staleness use the MPI path";
+    std::int64_t ok = why.empty();
+    comm.allreduce(&ok, 1, ReduceOp::kMin);  // every rank takes the same path
+    if (ok) nccl = make_nccl_communicator(comm, local % devs.count);
     if (lead && !opt.quiet)
-      out << "halo exchange: MPI with host staging (" << ranks << " ranks, " << devs.count << " GPU"
-          << (devs.count == 1 ? "" : "s") << " visible)\n";
+      out << "halo exchange: " << (ok ? "NCCL, device to device" : "MPI with host staging (" + (why.empty() ? std::string("another rank cannot use NCCL") : why) + ")")
+          << "\n";
   }
+  Communicator& xcomm = nccl ? *nccl : comm;
   Backend& base = gpu ? cuda_backend() : cpu_backend();
   TimedBackend timed(base);
   Backend& be = opt.profile ? static_cast<Backend&>(timed) : base;
@@ -394,7 +405,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   }
   std::unique_ptr<HaloExchanger> exch;
   if (ranks > 1)
-    exch = std::make_unique<HaloExchanger>(comm, be, d.plan, opt.halo_dtype == "bf16" ? HaloDtype::kBf16 : HaloDtype::kF32,
+    exch = std::make_unique<HaloExchanger>(xcomm, be, d.plan, opt.halo_dtype == "bf16" ? HaloDtype::kBf16 : HaloDtype::kF32,
                                            opt.halo_staleness);
   GraphContext ctx;
   ctx.owned = n;
@@ -471,6 +482,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   // All gradients travel in one buffer: one all-reduce per step.
   std::int64_t grad_size = 0;
   std::vector<float> grads;
+  Matrix grads_dev;
 
   std::vector<RunState> states;
   std::vector<double> bytes_hist, wait_hist, allreduce_hist, compute_hist;
@@ -497,7 +509,22 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
                         : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, double(labelled), dlogits.view(), nullptr);
       model.backward(be, ctx, dlogits.view());
       Stopwatch reduce_clock;
-      if (ranks > 1) {
+      if (ranks > 1 && nccl) {  // gradients summed in device memory
+        std::int64_t at = 0;
+        grads_dev.set_device(dev);
+        grads_dev.resize(1, grad_size);
+        for (Param* p : model.params()) {
+          copy_floats(dev, grads_dev.data() + at, dev, p->grad.data(), p->grad.size());
+          at += p->grad.size();
+        }
+        nccl->allreduce_device(grads_dev.data(), grad_size);
+        at = 0;
+        for (Param* p : model.params()) {
+          copy_floats(dev, p->grad.data(), dev, grads_dev.data() + at, p->grad.size());
+          at += p->grad.size();
+        }
+        comm.allreduce(&loss, 1);
+      } else if (ranks > 1) {
         std::int64_t at = 0;
         for (Param* p : model.params()) {
           copy_floats(Device::kCpu, grads.data() + at, dev, p->grad.data(), p->grad.size());

@@ -52,7 +52,13 @@ class Communicator {
   // number of bytes rank r gave (on root).
   virtual std::vector<char> gather(const void* data, std::size_t bytes, int root,
                                    std::vector<std::size_t>* counts) = 0;
+  // Rank root's bytes to every rank, in place.
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
+  // True when exchange() takes device (GPU) memory (NCCL); host memory otherwise.
+  virtual bool device_buffers() const { return false; }
+  // Sums n floats in device memory across ranks, in place (NCCL only).
+  virtual void allreduce_device(float* data, std::int64_t n);
   // Ends every rank of the job with `code` (MPI_Abort); the local communicator returns, and its
   // caller exits normally.
   virtual void abort(int code) = 0;
@@ -71,9 +77,17 @@ class LocalCommunicator final : public Communicator {
   void allreduce(std::int64_t*, std::int64_t, ReduceOp) override {}
   std::vector<char> gather(const void* data, std::size_t bytes, int root,
                            std::vector<std::size_t>* counts) override;
+  void broadcast(void*, std::size_t, int) override {}
   void barrier() override {}
   void abort(int) override {}
 };
+
+// A communicator over NCCL for ranks that each own a GPU (`device`), bootstrapped over
+// `bootstrap` (which must outlive it); host-memory reductions and gathers go through the
+// bootstrap. Throws SystemError when NCCL cannot be loaded (nccl_unavailable_reason()).
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device);
+// Empty when NCCL can be used; else why not (not built, libnccl.so.2 missing, ...).
+std::string nccl_unavailable_reason();
 
 // True when this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx).
 // halo initialises MPI only then, so plain `halo ...` never pays for (or depends on) MPI start-up.

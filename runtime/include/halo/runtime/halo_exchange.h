@@ -12,8 +12,9 @@
 // staleness 1 (PipeGCN: a training exchange of epoch t delivers its rows at epoch t + 1, so the
 // whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
 //
-// With the CUDA backend the rows are packed and unpacked on the GPU and staged through host
-// buffers for MPI (the path for ranks that share a GPU, where NCCL cannot run).
+// With the CUDA backend the rows are packed and unpacked on the GPU. Over NCCL they travel from
+// device memory to device memory; over MPI (ranks sharing a GPU, NCCL missing, bf16 or
+// staleness) they are staged through host buffers.
 #pragma once
 
 #include <cstdint>
@@ -75,6 +76,8 @@ class HaloExchanger final : public Exchanger {
   void start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place, int tag);
   void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv, bool copy_send,
                       int tag);
+  void start_direct_forward(const MatrixView& all, int tag);
+  void start_direct_backward(const MatrixView& all, int tag);
   void finish_pending(std::unique_ptr<Pending>& p);
   void unpack_halo(const std::vector<char>& recv, const MatrixView& all);
   void add_received(const std::vector<char>& recv, const MatrixView& all);
@@ -93,6 +96,9 @@ class HaloExchanger final : public Exchanger {
   std::unique_ptr<DeviceArray<NodeId>> send_dev_;
   Matrix stage_;
   std::vector<float> host_rows_;
+  // NCCL (device-memory communicator): no staging; gradients for owned rows land in grad_stage_.
+  bool direct_ = false;
+  Matrix grad_stage_;
   MatrixView fwd_all_;
   bool fwd_stale_ = false;
   // Pipelined (stale) exchanges: one slot per layer and direction.

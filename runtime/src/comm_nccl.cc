@@ -1,0 +1,202 @@
+// The NCCL communicator: halo rows and gradients move between GPUs without touching the host.
+// NCCL is loaded at run time (dlopen of libnccl.so.2), not linked: a machine without NCCL still
+// runs halo (ranks on GPUs then exchange through MPI with host staging), and the library can
+// come from the CUDA toolkit or from a Python wheel's folder on LD_LIBRARY_PATH.
+//
+// The unique id is made by rank 0 and broadcast over the bootstrap (MPI) communicator. Waits
+// poll a CUDA event with the same deadline as MPI's (HALO_COMM_TIMEOUT_S); on timeout the NCCL
+// communicator is aborted (ncclCommAbort), so no rank stays blocked in a kernel.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "halo/gnn/cuda_check.h"
+#include "halo/graph/error.h"
+#include "halo/runtime/comm.h"
+
+namespace halo {
+namespace {
+
+// The NCCL entry points halo uses, resolved from the shared library.
+struct NcclApi {
+  void* lib = nullptr;
+  ncclResult_t (*get_unique_id)(ncclUniqueId*) = nullptr;
+  ncclResult_t (*comm_init_rank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
+  ncclResult_t (*comm_destroy)(ncclComm_t) = nullptr;
+  ncclResult_t (*group_start)() = nullptr;
+  ncclResult_t (*group_end)() = nullptr;
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*all_reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                             cudaStream_t) = nullptr;
+  const char* (*error_string)(ncclResult_t) = nullptr;
+  std::string why_not;  // empty when loaded
+
+  static const NcclApi& get() {
+    static const NcclApi api = load();
+    return api;
+  }
+
+ private:
+  static NcclApi load() {
+    NcclApi a;
+    a.lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!a.lib) {
+      a.why_not = std::string("libnccl.so.2 not found (") + dlerror() + ")";
+      return a;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(a.lib, name));
+      if (!fn && a.why_not.empty()) a.why_not = std::string("libnccl.so.2 lacks ") + name;
+    };
+    sym(a.get_unique_id, "ncclGetUniqueId");
+    sym(a.comm_init_rank, "ncclCommInitRank");
+    sym(a.comm_abort, "ncclCommAbort");
+    sym(a.comm_destroy, "ncclCommDestroy");
+    sym(a.group_start, "ncclGroupStart");
+    sym(a.group_end, "ncclGroupEnd");
+    sym(a.send, "ncclSend");
+    sym(a.recv, "ncclRecv");
+    sym(a.all_reduce, "ncclAllReduce");
+    sym(a.error_string, "ncclGetErrorString");
+    return a;
+  }
+};
+
+void check(ncclResult_t r, const char* call, const char* file, int line) {
+  if (r == ncclSuccess) return;
+  const NcclApi& api = NcclApi::get();
+  throw SystemError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    (api.error_string ? api.error_string(r) : "NCCL error " + std::to_string(int(r))));
+}
+#define HALO_NCCL_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+// Waits for an event on the GPU with a deadline; on timeout aborts the NCCL communicator.
+void wait_event(cudaEvent_t ev, ncclComm_t comm, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  for (long spin = 0;; ++spin) {
+    const cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) HALO_CUDA_CHECK(e);
+    if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > comm_timeout_seconds()) {
+      NcclApi::get().comm_abort(comm);
+      throw SystemError(std::string(what) + ": no answer from the other ranks after " + std::to_string(int(waited)) +
+                        " s (a rank died or hangs; HALO_COMM_TIMEOUT_S sets the limit)");
+    }
+  }
+}
+
+class NcclPending final : public Pending {
+ public:
+  NcclPending(cudaEvent_t ev, ncclComm_t comm) : ev_(ev), comm_(comm) {}
+  ~NcclPending() override {
+    if (std::uncaught_exceptions() == 0) {
+      try {
+        wait();
+      } catch (...) {
+      }
+    }
+    cudaEventDestroy(ev_);
+  }
+  void wait() override {
+    if (done_) return;
+    wait_event(ev_, comm_, "halo exchange (NCCL)");
+    done_ = true;
+  }
+
+ private:
+  cudaEvent_t ev_;
+  ncclComm_t comm_;
+  bool done_ = false;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Communicator& boot, int device) : boot_(boot) {
+    const NcclApi& api = NcclApi::get();
+    if (!api.why_not.empty()) throw SystemError("NCCL: " + api.why_not);
+    HALO_CUDA_CHECK(cudaSetDevice(device));
+    ncclUniqueId id{};
+    if (boot.rank() == 0) HALO_NCCL_CHECK(api.get_unique_id(&id));
+    boot.broadcast(&id, sizeof id, 0);
+    HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    HALO_NCCL_CHECK(api.comm_init_rank(&comm_, boot.size(), id, boot.rank()));
+  }
+  ~NcclCommunicator() override {
+    const NcclApi& api = NcclApi::get();
+    if (comm_) {
+      if (std::uncaught_exceptions() > 0) api.comm_abort(comm_);
+      else api.comm_destroy(comm_);
+    }
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  int rank() const override { return boot_.rank(); }
+  int size() const override { return boot_.size(); }
+  const char* name() const override { return "nccl"; }
+  bool device_buffers() const override { return true; }
+
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
+                                    int) override {
+    const NcclApi& api = NcclApi::get();
+    // The blocks were written by the backend's stream: make this stream wait for that work.
+    HALO_CUDA_CHECK(cudaDeviceSynchronize());
+    HALO_NCCL_CHECK(api.group_start());
+    for (const PeerBlock& b : recvs)
+      if (b.bytes) HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, comm_, stream_));
+    for (const PeerBlock& b : sends)
+      if (b.bytes) HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, comm_, stream_));
+    HALO_NCCL_CHECK(api.group_end());
+    cudaEvent_t ev = nullptr;
+    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
+    return std::make_unique<NcclPending>(ev, comm_);
+  }
+
+  // Host-memory reductions (counts, losses, statistics) stay on the bootstrap communicator.
+  void allreduce(float* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
+  void allreduce(double* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
+  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
+
+  void allreduce_device(float* data, std::int64_t n) override {
+    const NcclApi& api = NcclApi::get();
+    HALO_CUDA_CHECK(cudaDeviceSynchronize());
+    HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, comm_, stream_));
+    cudaEvent_t ev = nullptr;
+    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
+    NcclPending done(ev, comm_);
+    done.wait();
+  }
+
+  std::vector<char> gather(const void* data, std::size_t bytes, int root, std::vector<std::size_t>* counts) override {
+    return boot_.gather(data, bytes, root, counts);
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override { boot_.broadcast(data, bytes, root); }
+  void barrier() override { boot_.barrier(); }
+  void abort(int code) override {
+    if (comm_) NcclApi::get().comm_abort(comm_);
+    boot_.abort(code);
+  }
+
+ private:
+  Communicator& boot_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::string nccl_unavailable_reason() { return NcclApi::get().why_not; }
+
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap, int device) {
+  return std::make_unique<NcclCommunicator>(bootstrap, device);
+}
+
+}  // namespace halo
