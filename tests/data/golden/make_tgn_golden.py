@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""Golden values for tests/gnn/temporal_layers_test.cc, computed with PyTorch in float64:
+torch.nn.GRUCell forward and backward (loss = sum(h' * G)), and TGN's time encoding
+cos(w * dt + b) with its gradients. Weights are stored in halo's layout: W = weight_ih^T
+(in x 3H), U = weight_hh^T (H x 3H), gate order r, z, n as PyTorch.
+Run: /usr/bin/python3 tests/data/golden/make_tgn_golden.py
+"""
+import json
+import os
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(20261130)
+B, I, H = 5, 7, 4
+
+cell = torch.nn.GRUCell(I, H).double()
+with torch.no_grad():
+    for p in cell.parameters():
+        p.copy_(torch.from_numpy(rng.normal(size=tuple(p.shape)) * 0.5))
+x = torch.tensor(rng.normal(size=(B, I)), requires_grad=True)
+h = torch.tensor(rng.normal(size=(B, H)), requires_grad=True)
+G = torch.tensor(rng.normal(size=(B, H)))
+out = cell(x, h)
+(out * G).sum().backward()
+
+D = 6
+dt = torch.tensor(rng.uniform(0, 1e4, size=8))
+# Parameters are float32 in halo: round them first (with dt up to 1e4, float32 rounding of w alone
+# moves the cosine's argument by ~1e-3).
+w = torch.tensor((10.0 ** (-9.0 * np.arange(D) / (D - 1)) * rng.uniform(0.5, 1.5, size=D)).astype(np.float32)
+                 .astype(np.float64), requires_grad=True)
+b = torch.tensor(rng.normal(size=D).astype(np.float32).astype(np.float64), requires_grad=True)
+phi = torch.cos(dt[:, None] * w[None, :] + b[None, :])
+Gt = torch.tensor(rng.normal(size=(8, D)))
+(phi * Gt).sum().backward()
+
+t = lambda a: a.detach().numpy().tolist()
+json.dump({
+    "gru": {"x": t(x), "h": t(h), "G": t(G), "W": t(cell.weight_ih.T), "U": t(cell.weight_hh.T),
+            "bw": t(cell.bias_ih), "bu": t(cell.bias_hh), "out": t(out), "dx": t(x.grad), "dh": t(h.grad),
+            "dW": t(cell.weight_ih.grad.T), "dU": t(cell.weight_hh.grad.T), "dbw": t(cell.bias_ih.grad),
+            "dbu": t(cell.bias_hh.grad)},
+    "time": {"dt": t(dt), "w": t(w), "b": t(b), "G": t(Gt), "out": t(phi), "dw": t(w.grad), "db": t(b.grad)},
+}, open(os.path.join(HERE, "tgn_golden.json"), "w"))

@@ -1,0 +1,152 @@
+// TGN's layers against PyTorch (golden values from tests/data/golden/make_tgn_golden.py, float64
+// there) and against finite differences.
+#include "halo/gnn/temporal/layers.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "../test_util.h"
+
+namespace halo {
+namespace {
+
+using nlohmann::json;
+
+void fill(Matrix& m, const json& j) {
+  const bool mat = j[0].is_array();
+  m.resize(mat ? std::int64_t(j.size()) : 1, mat ? std::int64_t(j[0].size()) : std::int64_t(j.size()));
+  for (std::int64_t r = 0; r < m.rows(); ++r)
+    for (std::int64_t c = 0; c < m.cols(); ++c) m.at(r, c) = mat ? j[std::size_t(r)][std::size_t(c)].get<float>() : j[std::size_t(c)].get<float>();
+}
+
+void expect_near(const Matrix& got, const json& want, double tol, const char* what) {
+  Matrix w;
+  fill(w, want);
+  ASSERT_EQ(got.size(), w.size()) << what;
+  for (std::int64_t i = 0; i < w.size(); ++i)
+    EXPECT_NEAR(got.data()[i], w.data()[i], tol * (1 + std::abs(w.data()[i]))) << what << "[" << i << "]";
+}
+
+json golden() {
+  std::ifstream f(test::test_data("golden/tgn_golden.json"));
+  return json::parse(f);
+}
+
+TEST(GruCell, MatchesPyTorch) {
+  const json g = golden()["gru"];
+  Matrix x, h, G;
+  fill(x, g["x"]);
+  fill(h, g["h"]);
+  fill(G, g["G"]);
+  GruCell cell(x.cols(), h.cols(), 1, 0);
+  auto p = cell.params();
+  fill(p[0]->value, g["W"]);
+  fill(p[1]->value, g["U"]);
+  fill(p[2]->value, g["bw"]);
+  fill(p[3]->value, g["bu"]);
+  Matrix out, dx, dh;
+  cell.forward(cpu_backend(), x.view(), h.view(), out);
+  expect_near(out, g["out"], 1e-5, "h'");
+  cell.zero_grad();
+  cell.backward(cpu_backend(), G.view(), dx, dh);
+  expect_near(dx, g["dx"], 1e-5, "dx");
+  expect_near(dh, g["dh"], 1e-5, "dh");
+  expect_near(p[0]->grad, g["dW"], 1e-5, "dW");
+  expect_near(p[1]->grad, g["dU"], 1e-5, "dU");
+  expect_near(p[2]->grad, g["dbw"], 1e-5, "dbw");
+  expect_near(p[3]->grad, g["dbu"], 1e-5, "dbu");
+}
+
+TEST(GruCell, GradientsMatchFiniteDifferences) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  GruCell cell(6, 5, 9, 0);
+  Matrix x(4, 6), h(4, 5), G(4, 5), out, dx, dh;
+  for (auto* m : {&x, &h, &G})
+    for (auto& v : m->storage()) v = nd(rng);
+  auto loss = [&] {
+    cell.forward(cpu_backend(), x.view(), h.view(), out);
+    double s = 0;
+    for (std::int64_t i = 0; i < out.size(); ++i) s += double(out.data()[i]) * G.data()[i];
+    return s;
+  };
+  loss();
+  cell.zero_grad();
+  cell.backward(cpu_backend(), G.view(), dx, dh);
+  auto check = [&](float* value, float analytic, const std::string& what) {
+    const float saved = *value, e = 1e-2f;
+    *value = saved + e;
+    const double up = loss();
+    *value = saved - e;
+    const double down = loss();
+    *value = saved;
+    const double numeric = (up - down) / (2.0 * e);
+    EXPECT_NEAR(analytic, numeric, 1e-3 + 1e-2 * std::abs(numeric)) << what;
+  };
+  for (Param* p : cell.params()) {
+    const Matrix grad = p->grad;
+    for (std::int64_t i = 0; i < p->value.size(); i += 3) check(p->value.data() + i, grad.data()[i], p->name);
+  }
+  const Matrix gx = dx, gh = dh;
+  for (std::int64_t i = 0; i < x.size(); ++i) check(x.data() + i, gx.data()[i], "x");
+  for (std::int64_t i = 0; i < h.size(); ++i) check(h.data() + i, gh.data()[i], "h");
+}
+
+TEST(TimeEncoder, MatchesPyTorchAndStartsAtTgnFrequencies) {
+  TimeEncoder fresh(6);
+  for (int k = 0; k < 6; ++k)
+    EXPECT_FLOAT_EQ(fresh.params()[0]->value.at(0, k), float(std::pow(10.0, -9.0 * k / 5.0)));
+  const json g = golden()["time"];
+  TimeEncoder enc(6);
+  fill(enc.params()[0]->value, g["w"]);
+  fill(enc.params()[1]->value, g["b"]);
+  const std::vector<double> dt = g["dt"].get<std::vector<double>>();
+  Matrix out, G;
+  enc.forward(dt.data(), std::int64_t(dt.size()), out);
+  expect_near(out, g["out"], 1e-5, "phi");
+  fill(G, g["G"]);
+  enc.backward(G);
+  // dw scales with dt (up to 1e4): compare relative to the gradients' size.
+  expect_near(enc.params()[0]->grad, g["dw"], 1e-4, "dw");
+  expect_near(enc.params()[1]->grad, g["db"], 1e-5, "db");
+}
+
+TEST(TimeEncoder, GradientsMatchFiniteDifferences) {
+  TimeEncoder enc(5);
+  const std::vector<double> dt = {0.0, 0.5, 3.0, 10.0, 40.0};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  Matrix G(5, 5), out;
+  for (auto& v : G.storage()) v = nd(rng);
+  for (Param* p : enc.params())
+    for (auto& v : p->value.storage()) v += 0.1f * nd(rng);  // off the initial values
+  auto loss = [&] {
+    enc.forward(dt.data(), 5, out);
+    double s = 0;
+    for (std::int64_t i = 0; i < out.size(); ++i) s += double(out.data()[i]) * G.data()[i];
+    return s;
+  };
+  loss();
+  enc.backward(G);
+  for (Param* p : enc.params()) {
+    const Matrix grad = p->grad;
+    for (std::int64_t i = 0; i < p->value.size(); ++i) {
+      float& v = p->value.data()[i];
+      const float saved = v, e = 1e-4f;  // w moves the argument by dt * e: keep that small
+      v = saved + e;
+      const double up = loss();
+      v = saved - e;
+      const double down = loss();
+      v = saved;
+      const double numeric = (up - down) / (2.0 * e);
+      EXPECT_NEAR(grad.data()[i], numeric, 1e-2 + 1e-2 * std::abs(numeric)) << p->name << "[" << i << "]";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace halo
