@@ -148,5 +148,80 @@ TEST(TimeEncoder, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST(TemporalAttention, MatchesPyTorchMultiheadAttentionAndTgnMerger) {
+  const json g = golden()["attention"];
+  Matrix q, kv, h, G;
+  fill(q, g["q"]);
+  fill(kv, g["kv"]);
+  fill(h, g["h"]);
+  fill(G, g["G"]);
+  const int k = g["k"];
+  TemporalAttention att(h.cols(), q.cols(), kv.cols(), G.cols(), 2, 1, 0);
+  const auto p = att.params();  // wq bq wk bk wv bv wo bo w1 b1 w2 b2
+  const char* names[] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2"};
+  for (std::size_t i = 0; i < p.size(); ++i) fill(p[i]->value, g[names[i]]);
+  const std::vector<std::uint8_t> valid = g["valid"].get<std::vector<std::uint8_t>>();
+  Matrix z, dq, dkv, dh;
+  att.forward(cpu_backend(), q.view(), kv.view(), valid.data(), k, h.view(), z);
+  expect_near(z, g["z"], 1e-5, "z");
+  att.zero_grad();
+  att.backward(cpu_backend(), G.view(), dq, dkv, dh);
+  expect_near(dq, g["dq"], 1e-5, "dq");
+  expect_near(dkv, g["dkv"], 1e-5, "dkv");
+  expect_near(dh, g["dh"], 1e-5, "dh");
+  expect_near(p[0]->grad, g["dwq"], 1e-5, "dwq");
+  expect_near(p[6]->grad, g["dwo"], 1e-5, "dwo");
+  expect_near(p[8]->grad, g["dw1"], 1e-5, "dw1");
+}
+
+TEST(TemporalAttention, GradientsMatchFiniteDifferences) {
+  // 3 queries, k = 4 slots: query 0 has 4 neighbours, query 1 has 2, query 2 none.
+  const std::int64_t B = 3, dh = 3, dq = 6, dk = 5, dout = 4;
+  const int k = 4;
+  TemporalAttention att(dh, dq, dk, dout, 2, 7, 0);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd;
+  Matrix q(B, dq), kv(B * k, dk), h(B, dh), G(B, dout), z, dq_, dkv, dh_;
+  for (auto* m : {&q, &kv, &h, &G})
+    for (auto& v : m->storage()) v = nd(rng);
+  for (Param* p : att.params())
+    if (p->name.find(".b") != std::string::npos)
+      for (auto& v : p->value.storage()) v = 0.1f * nd(rng);  // off ReLU's kink
+  const std::vector<std::uint8_t> valid = {1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0};
+  auto loss = [&] {
+    att.forward(cpu_backend(), q.view(), kv.view(), valid.data(), k, h.view(), z);
+    double s = 0;
+    for (std::int64_t i = 0; i < z.size(); ++i) s += double(z.data()[i]) * G.data()[i];
+    return s;
+  };
+  loss();
+  att.zero_grad();
+  att.backward(cpu_backend(), G.view(), dq_, dkv, dh_);
+  auto check = [&](float* value, float analytic, const std::string& what) {
+    const float saved = *value, e = 1e-3f;
+    *value = saved + e;
+    const double up = loss();
+    *value = saved - e;
+    const double down = loss();
+    *value = saved;
+    const double numeric = (up - down) / (2.0 * e);
+    EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << what;
+  };
+  for (Param* p : att.params()) {
+    const Matrix grad = p->grad;
+    for (std::int64_t i = 0; i < p->value.size(); i += 2) check(p->value.data() + i, grad.data()[i], p->name);
+  }
+  const Matrix gq = dq_, gkv = dkv, gh = dh_;
+  for (std::int64_t i = 0; i < q.size(); ++i) check(q.data() + i, gq.data()[i], "q");
+  for (std::int64_t i = 0; i < kv.size(); ++i) check(kv.data() + i, gkv.data()[i], "kv");
+  for (std::int64_t i = 0; i < h.size(); ++i) check(h.data() + i, gh.data()[i], "h");
+  // Masked slots and the query without neighbours get no gradient through attention.
+  for (std::int64_t c = 0; c < dk; ++c) {
+    EXPECT_EQ(gkv.at(5, c), 0.f);
+    EXPECT_EQ(gkv.at(8, c), 0.f);
+  }
+  for (std::int64_t c = 0; c < dq; ++c) EXPECT_EQ(gq.at(2, c), 0.f);
+}
+
 }  // namespace
 }  // namespace halo

@@ -1,7 +1,10 @@
 // TGN layers: time encoding and GRU cell, forward and explicit backward.
 #include "halo/gnn/temporal/layers.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "halo/graph/error.h"
 
 namespace halo {
 namespace {
@@ -128,6 +131,174 @@ void GruCell::backward(Backend& be, const MatrixView& dh_out, Matrix& dx, Matrix
   dx.resize(B, in_);
   be.gemm(false, true, 1.f, da.view(), w_.value.view(), 0.f, dx.view());
   be.gemm(false, true, 1.f, dc.view(), u_.value.view(), 1.f, dh.view());
+}
+
+}  // namespace halo
+
+namespace halo {
+namespace {
+
+Param linear_weight(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream, const char* name) {
+  Param p = zero_param(in, out);
+  init_uniform(p, float(1.0 / std::sqrt(double(in))), seed, stream);
+  p.name = name;
+  return p;
+}
+
+Param bias(std::int64_t out, const char* name) {
+  Param p = zero_param(1, out);
+  p.name = name;
+  return p;
+}
+
+// Y = X W + b for a row-major X (rows x in).
+void linear(Backend& be, const MatrixView& x, const Param& w, const Param& b, Matrix& y) {
+  y.resize(x.rows, w.value.cols());
+  be.gemm(false, false, 1.f, x, w.value.view(), 0.f, y.view());
+  be.add_bias(y.view(), b.value.data());
+}
+
+// dW += X^T dY, db += colsum(dY), dX = dY W^T (when dx is given).
+void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Param& w, Param& b, Matrix* dx) {
+  be.gemm(true, false, 1.f, x, dy, 1.f, w.grad.view());
+  std::vector<float> s(std::size_t(dy.cols));
+  be.column_sums(dy, s.data());
+  for (std::int64_t j = 0; j < dy.cols; ++j) b.grad.data()[j] += s[std::size_t(j)];
+  if (dx) {
+    dx->resize(dy.rows, w.value.rows());
+    be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dx->view());
+  }
+}
+
+}  // namespace
+
+TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk, std::int64_t dout, int heads,
+                                     std::uint64_t seed, std::uint64_t stream)
+    : dh_(dh), dq_(dq), dk_(dk), dout_(dout), heads_(heads),
+      wq_(linear_weight(dq, dq, seed, stream * 16 + 0, "attn.wq")), bq_(bias(dq, "attn.bq")),
+      wk_(linear_weight(dk, dq, seed, stream * 16 + 1, "attn.wk")), bk_(bias(dq, "attn.bk")),
+      wv_(linear_weight(dk, dq, seed, stream * 16 + 2, "attn.wv")), bv_(bias(dq, "attn.bv")),
+      wo_(linear_weight(dq, dq, seed, stream * 16 + 3, "attn.wo")), bo_(bias(dq, "attn.bo")),
+      w1_(linear_weight(dq + dh, dout, seed, stream * 16 + 4, "merge.w1")), b1_(bias(dout, "merge.b1")),
+      w2_(linear_weight(dout, dout, seed, stream * 16 + 5, "merge.w2")), b2_(bias(dout, "merge.b2")) {
+  if (heads < 1 || dq % heads != 0) throw ParamError("attention: the query width must divide into the heads");
+}
+
+std::vector<Param*> TemporalAttention::params() {
+  return {&wq_, &bq_, &wk_, &bk_, &wv_, &bv_, &wo_, &bo_, &w1_, &b1_, &w2_, &b2_};
+}
+
+void TemporalAttention::zero_grad() {
+  for (Param* p : params()) p->grad.fill(0.f);
+}
+
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
+                                int k, const MatrixView& h, Matrix& z) {
+  const std::int64_t B = q.rows, dhd = dq_ / heads_;
+  k_ = k;
+  valid_.assign(valid, valid + B * k);
+  q_.resize(B, dq_);
+  be.copy(q, q_.view());
+  kv_.resize(B * k, dk_);
+  be.copy(kv, kv_.view());
+  h_.resize(B, dh_);
+  be.copy(h, h_.view());
+  linear(be, q, wq_, bq_, Q_);
+  linear(be, kv, wk_, bk_, K_);
+  linear(be, kv, wv_, bv_, V_);
+  alpha_.resize(B * heads_, k);
+  ctx_.resize(B, dq_);
+  ctx_.fill(0.f);
+  const float scale = float(1.0 / std::sqrt(double(dhd)));
+  for (std::int64_t i = 0; i < B; ++i)
+    for (int hd = 0; hd < heads_; ++hd) {
+      float* a = alpha_.data() + (i * heads_ + hd) * k;
+      float mx = -1e30f;
+      bool any = false;
+      for (int j = 0; j < k; ++j) {
+        a[j] = 0.f;
+        if (!valid_[std::size_t(i * k + j)]) continue;
+        float s = 0;
+        for (std::int64_t c = 0; c < dhd; ++c) s += Q_.at(i, hd * dhd + c) * K_.at(i * k + j, hd * dhd + c);
+        a[j] = s * scale;
+        mx = any ? std::max(mx, a[j]) : a[j];
+        any = true;
+      }
+      if (!any) continue;  // no neighbours: the attention output stays 0
+      double sum = 0;
+      for (int j = 0; j < k; ++j)
+        if (valid_[std::size_t(i * k + j)]) sum += (a[j] = std::exp(a[j] - mx));
+      for (int j = 0; j < k; ++j) {
+        a[j] = valid_[std::size_t(i * k + j)] ? float(a[j] / sum) : 0.f;
+        for (std::int64_t c = 0; c < dhd; ++c) ctx_.at(i, hd * dhd + c) += a[j] * V_.at(i * k + j, hd * dhd + c);
+      }
+    }
+  linear(be, ctx_.view(), wo_, bo_, att_);
+  for (std::int64_t i = 0; i < B; ++i) {  // rows without neighbours: 0, not the output bias
+    bool any = false;
+    for (int j = 0; j < k; ++j) any = any || valid_[std::size_t(i * k + j)];
+    if (!any)
+      for (std::int64_t c = 0; c < dq_; ++c) att_.at(i, c) = 0.f;
+  }
+  cat_.resize(B, dq_ + dh_);
+  for (std::int64_t i = 0; i < B; ++i) {
+    for (std::int64_t c = 0; c < dq_; ++c) cat_.at(i, c) = att_.at(i, c);
+    for (std::int64_t c = 0; c < dh_; ++c) cat_.at(i, dq_ + c) = h_.at(i, c);
+  }
+  linear(be, cat_.view(), w1_, b1_, hid_);
+  be.relu(hid_.view());
+  linear(be, hid_.view(), w2_, b2_, z);
+}
+
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh) {
+  const std::int64_t B = dz.rows, dhd = dq_ / heads_;
+  const int k = k_;
+  Matrix dhid, dcat;
+  linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid);
+  be.relu_backward(hid_.view(), dhid.view());
+  linear_backward(be, cat_.view(), dhid.view(), w1_, b1_, &dcat);
+  Matrix datt(B, dq_);
+  dh.resize(B, dh_);
+  for (std::int64_t i = 0; i < B; ++i) {
+    bool any = false;
+    for (int j = 0; j < k; ++j) any = any || valid_[std::size_t(i * k + j)];
+    for (std::int64_t c = 0; c < dq_; ++c) datt.at(i, c) = any ? dcat.at(i, c) : 0.f;
+    for (std::int64_t c = 0; c < dh_; ++c) dh.at(i, c) = dcat.at(i, dq_ + c);
+  }
+  Matrix dctx;
+  linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
+  Matrix dQ(B, dq_), dK(B * k, dq_), dV(B * k, dq_);
+  const float scale = float(1.0 / std::sqrt(double(dhd)));
+  for (std::int64_t i = 0; i < B; ++i)
+    for (int hd = 0; hd < heads_; ++hd) {
+      const float* a = alpha_.data() + (i * heads_ + hd) * k;
+      // d alpha_j = dctx · V_j; softmax backward: ds_j = a_j (dalpha_j − Σ a dalpha).
+      std::vector<float> da(std::size_t(k), 0.f);
+      double dot = 0;
+      for (int j = 0; j < k; ++j) {
+        if (!valid_[std::size_t(i * k + j)]) continue;
+        float s = 0;
+        for (std::int64_t c = 0; c < dhd; ++c) {
+          s += dctx.at(i, hd * dhd + c) * V_.at(i * k + j, hd * dhd + c);
+          dV.at(i * k + j, hd * dhd + c) += a[j] * dctx.at(i, hd * dhd + c);
+        }
+        da[std::size_t(j)] = s;
+        dot += double(a[j]) * s;
+      }
+      for (int j = 0; j < k; ++j) {
+        if (!valid_[std::size_t(i * k + j)]) continue;
+        const float ds = a[j] * (da[std::size_t(j)] - float(dot)) * scale;
+        for (std::int64_t c = 0; c < dhd; ++c) {
+          dQ.at(i, hd * dhd + c) += ds * K_.at(i * k + j, hd * dhd + c);
+          dK.at(i * k + j, hd * dhd + c) += ds * Q_.at(i, hd * dhd + c);
+        }
+      }
+    }
+  linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
+  Matrix dkv2;
+  linear_backward(be, kv_.view(), dK.view(), wk_, bk_, &dkv);
+  linear_backward(be, kv_.view(), dV.view(), wv_, bv_, &dkv2);
+  be.add(dkv2.view(), dkv.view());
 }
 
 }  // namespace halo

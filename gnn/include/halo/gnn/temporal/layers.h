@@ -49,4 +49,33 @@ class GruCell {
   Matrix x_, h_, a_, c_, r_, z_, n_;  // saved by forward
 };
 
+// TGN's temporal graph attention (TGAT layer): node i at time t attends over its k most recent
+// neighbours with multi-head attention (PyTorch's MultiheadAttention with kdim = vdim = dk),
+//   query  q_i  = [h_i ‖ φ(0)]                       (dq = dim(h) + dim(φ))
+//   key/value kv_ij = [h_j ‖ e_ij ‖ φ(t − t_ij)]     (dk)
+//   a_i = MHA(q_i, kv_i·, kv_i·) with padded slots masked (a row without neighbours gives 0),
+// then the merger z_i = W2 relu(W1 [a_i ‖ h_i] + b1) + b2 (output dim dout).
+class TemporalAttention {
+ public:
+  TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk, std::int64_t dout, int heads,
+                    std::uint64_t seed, std::uint64_t stream);
+  // q: B x dq; kv: (B * k) x dk (row i * k + j is neighbour j of query i); valid: B * k flags;
+  // h: B x dh (the node's own embedding input, for the merger). Writes z (B x dout).
+  void forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid, int k,
+               const MatrixView& h, Matrix& z);
+  // From dz: accumulates parameter gradients (+=); writes dq, dkv, dh.
+  void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh);
+  std::vector<Param*> params();
+  void zero_grad();
+
+ private:
+  std::int64_t dh_, dq_, dk_, dout_;
+  int heads_;
+  Param wq_, bq_, wk_, bk_, wv_, bv_, wo_, bo_, w1_, b1_, w2_, b2_;
+  // Saved by forward.
+  int k_ = 0;
+  std::vector<std::uint8_t> valid_;
+  Matrix q_, kv_, h_, Q_, K_, V_, alpha_, ctx_, att_, cat_, hid_;
+};
+
 }  // namespace halo
