@@ -122,6 +122,32 @@ TEST(RecentSampler, QueriesOutOfTimeOrderAreExactToo) {
   }
 }
 
+TEST(RecentSampler, BeforeABatchMatchesBruteForce) {
+  const std::int64_t E = 3000;
+  const Stream s = random_stream(60, E, 5);
+  const TemporalCsr g = build_temporal_csr(s.nodes, s.src.data(), s.dst.data(), s.time.data(), E);
+  RecentSampler sampler(g, 4);
+  NeighborBatch nb;
+  std::mt19937 rng(2);
+  for (int pass = 0; pass < 2; ++pass)          // in order, then again from the start (backwards)
+    for (std::int64_t b0 = 0; b0 < E; b0 += 250) {
+      std::vector<NodeId> q;
+      std::vector<EdgeId> lim;
+      for (int i = 0; i < 300; ++i) {
+        q.push_back(NodeId(rng() % 60));
+        lim.push_back(b0);
+      }
+      sampler.sample_before(q.data(), lim.data(), 300, nb);
+      for (std::size_t i = 0; i < q.size(); ++i) {
+        std::vector<EdgeId> want;  // the last 4 events of q[i] with id < b0, newest first
+        for (std::int64_t e = b0 - 1; e >= 0 && want.size() < 4; --e)
+          if (s.src[std::size_t(e)] == q[i] || s.dst[std::size_t(e)] == q[i]) want.push_back(e);
+        ASSERT_EQ(nb.count[i], int(want.size()));
+        for (std::size_t j = 0; j < want.size(); ++j) ASSERT_EQ(nb.event[i * 4 + j], want[j]);
+      }
+    }
+}
+
 TEST(ChronologicalSplit, HoldsOutNewNodesAsTgnDoes) {
   const std::int64_t E = 5000;
   const Stream s = random_stream(400, E, 4);

@@ -87,6 +87,40 @@ void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_
   }
 }
 
+void RecentSampler::sample_before(const NodeId* nodes, const EdgeId* limits, std::int64_t n, NeighborBatch& out) {
+  out.k = k_;
+  out.node.assign(std::size_t(n * k_), -1);
+  out.event.assign(std::size_t(n * k_), -1);
+  out.time.assign(std::size_t(n * k_), 0.0);
+  out.count.assign(std::size_t(n), 0);
+  std::vector<EdgeId> found(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const NodeId v = nodes[i];
+    const EdgeId limit = limits[i];
+    const EdgeId begin = g_.offsets[std::size_t(v)], end = g_.offsets[std::size_t(v) + 1];
+    EdgeId p = begin + ptr_[std::size_t(v)];
+    if (p > begin && g_.event[std::size_t(p - 1)] >= limit) {
+      p = EdgeId(std::lower_bound(g_.event.begin() + begin, g_.event.begin() + end, limit) - g_.event.begin());
+    } else {
+      while (p < end && g_.event[std::size_t(p)] < limit) ++p;
+    }
+    found[std::size_t(i)] = p - begin;
+    const int c = int(std::min<EdgeId>(k_, p - begin));
+    out.count[std::size_t(i)] = c;
+    for (int j = 0; j < c; ++j) {
+      const std::size_t src = std::size_t(p - 1 - j), dst = std::size_t(i * k_ + j);
+      out.node[dst] = g_.neighbor[src];
+      out.event[dst] = g_.event[src];
+      out.time[dst] = g_.time[src];
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    EdgeId& q = ptr_[std::size_t(nodes[i])];
+    q = std::max(q, found[std::size_t(i)]);
+  }
+}
+
 TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,
                                   std::int64_t n, std::uint64_t seed, double valid_q, double test_q,
                                   double new_node_fraction) {

@@ -44,6 +44,10 @@ class RecentSampler {
   RecentSampler(const TemporalCsr& g, int k);
   // Answers queries (nodes[i], times[i]), i < n, in parallel over the batch.
   void sample(const NodeId* nodes, const double* times, std::int64_t n, NeighborBatch& out);
+  // The k most recent neighbours among events with id < limits[i] (events are in time order, so
+  // this is "before the batch that starts at event limits[i]": a batch never sees its own
+  // events, whatever their timestamps). Same pointer trick; limits may go backwards too.
+  void sample_before(const NodeId* nodes, const EdgeId* limits, std::int64_t n, NeighborBatch& out);
   // Forgets the pointers (a new pass over the stream).
   void reset();
   int k() const { return k_; }
