@@ -62,4 +62,22 @@ std::vector<std::int64_t> argmax_rows(const MatrixView& logits) {
   return out;
 }
 
+double average_precision(const float* scores, const std::int32_t* labels, std::int64_t n) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) order[std::size_t(i)] = i;
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return scores[a] > scores[b]; });
+  std::int64_t positives = 0;
+  for (std::int64_t i = 0; i < n; ++i) positives += labels[i] == 1;
+  if (positives == 0) return 0.0;
+  double ap = 0, tp = 0, fp = 0, last_recall = 0;
+  for (std::int64_t i = 0; i < n;) {
+    const float s = scores[order[std::size_t(i)]];
+    for (; i < n && scores[order[std::size_t(i)]] == s; ++i) (labels[order[std::size_t(i)]] == 1 ? tp : fp) += 1;
+    const double recall = tp / double(positives);
+    ap += (recall - last_recall) * (tp / (tp + fp));
+    last_recall = recall;
+  }
+  return ap;
+}
+
 }  // namespace halo

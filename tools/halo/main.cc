@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   reg(add_partition);
   reg(add_export);
   reg(add_train);
+  reg(add_tgn);
   reg(add_version);
   try {
     app.parse(argc, argv);

@@ -24,6 +24,10 @@ Counts accuracy_counts(const MatrixView& logits, const std::int32_t* labels, con
 // n x tasks, labels 0/1 or -1 (missing). Ties get the average rank. 0 when no task qualifies.
 double rocauc(const float* scores, const std::int32_t* labels, std::int64_t n, std::int64_t tasks);
 
+// Average precision of binary scores (labels 0/1), as sklearn's average_precision_score: the
+// precision at each distinct threshold weighted by the recall it adds (ties form one threshold).
+double average_precision(const float* scores, const std::int32_t* labels, std::int64_t n);
+
 // Index of the largest value in each row (the first on ties).
 std::vector<std::int64_t> argmax_rows(const MatrixView& logits);
 

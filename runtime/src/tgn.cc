@@ -1,0 +1,513 @@
+// TGN training and evaluation (see tgn.h). One batch, as the paper and its code do it:
+//   1. the nodes that received messages in earlier batches update their memory with the GRU
+//      (differentiable in this batch; detached afterwards);
+//   2. sources, destinations and negatives are embedded by temporal attention over their k most
+//      recent neighbours among events *before the batch* (a batch never sees itself);
+//   3. the MLP scores (src, dst) and (src, negative); BCE; backward; Adam;
+//   4. the updated memory is kept, and this batch's events become the stored messages ("last"
+//      aggregator: a node's latest event wins), to be used by the next batch.
+#include "halo/runtime/tgn.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <ostream>
+#include <unordered_set>
+
+#include "halo/gnn/backend.h"
+#include "halo/gnn/metrics.h"
+#include "halo/gnn/rng.h"
+#include "halo/gnn/temporal/layers.h"
+#include "halo/gnn/temporal/sampler.h"
+#include "halo/graph/dataset.h"
+#include "halo/graph/error.h"
+#include "halo/graph/progress.h"
+
+namespace halo {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+void TgnOptions::check() const {
+  if (model != "tgn" && model != "edgebank") throw ParamError("unknown --model '" + model + "' (expected tgn or edgebank)");
+  if (memory_dim < 1 || embed_dim < 1 || time_dim < 1) throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
+  if (neighbors < 1) throw ParamError("--neighbors must be at least 1");
+  if (batch_size < 1) throw ParamError("--batch-size must be at least 1");
+  if (epochs < 1) throw ParamError("--epochs must be at least 1");
+  if (!(lr > 0)) throw ParamError("--lr must be positive");
+  if (patience < 1) throw ParamError("--patience must be at least 1");
+  if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
+}
+
+json TgnSummary::to_json() const {
+  return {{"type", "summary"},          {"valid_ap", valid_ap},
+          {"test_ap", test_ap},         {"test_auc", test_auc},
+          {"test_inductive_ap", test_inductive_ap}, {"test_inductive_auc", test_inductive_auc},
+          {"best_epoch", best_epoch},   {"events_per_s", events_per_s}};
+}
+
+namespace {
+
+struct Stream {
+  std::int64_t nodes = 0, events = 0, de = 0;
+  const NodeId *src = nullptr, *dst = nullptr;
+  const double* time = nullptr;
+  const float* efeat = nullptr;  // events x de, or null
+};
+
+// One uniform negative destination per event: fixed for evaluation (every model and epoch sees
+// the same), drawn afresh each training epoch.
+NodeId negative(std::uint64_t seed, std::uint64_t stream, std::int64_t event, std::int64_t nodes) {
+  std::uint32_t c[4] = {std::uint32_t(event), std::uint32_t(std::uint64_t(event) >> 32), 0x6e65u, 0};
+  philox4x32(philox_key(seed, kStreamDropout + (1ull << 39) + stream), c);
+  return NodeId(((std::uint64_t(c[0]) << 32) | c[1]) % std::uint64_t(nodes));
+}
+
+// Scores of positives and negatives, and of the inductive subset, for AP and ROC-AUC.
+struct Scores {
+  std::vector<float> s, si;
+  std::vector<std::int32_t> y, yi;
+  void add(float pos, float neg, bool inductive) {
+    s.insert(s.end(), {pos, neg});
+    y.insert(y.end(), {1, 0});
+    if (inductive) {
+      si.insert(si.end(), {pos, neg});
+      yi.insert(yi.end(), {1, 0});
+    }
+  }
+  double ap() const { return average_precision(s.data(), y.data(), std::int64_t(s.size())); }
+  double auc() const { return rocauc(s.data(), y.data(), std::int64_t(s.size()), 1); }
+  double ap_ind() const { return average_precision(si.data(), yi.data(), std::int64_t(si.size())); }
+  double auc_ind() const { return rocauc(si.data(), yi.data(), std::int64_t(si.size()), 1); }
+};
+
+Param make(std::int64_t r, std::int64_t c, const char* name) {
+  Param p;
+  p.name = name;
+  p.value = Matrix(r, c);
+  p.grad = Matrix(r, c);
+  p.m = Matrix(r, c);
+  p.v = Matrix(r, c);
+  return p;
+}
+
+class Tgn {
+ public:
+  Tgn(const Stream& s, const TgnOptions& o)
+      : s_(s), o_(o), dm_(o.memory_dim), dt_(o.time_dim), de_(s.de), dz_(o.embed_dim),
+        time_(o.time_dim), gru_(2 * dm_ + de_ + dt_, dm_, o.seed, 1),
+        attn_(dm_, dm_ + dt_, dm_ + de_ + dt_, dz_, o.heads, o.seed, 2),
+        w1_(make(2 * dz_, dz_, "pred.w1")), b1_(make(1, dz_, "pred.b1")), w2_(make(dz_, 1, "pred.w2")),
+        b2_(make(1, 1, "pred.b2")) {
+    const PhiloxKey key = philox_key(o.seed, kStreamInit + 3);
+    auto init = [&](Param& p, std::uint64_t off) {
+      const float bound = float(1.0 / std::sqrt(double(p.value.rows())));
+      for (std::int64_t i = 0; i < p.value.rows(); ++i)
+        for (std::int64_t j = 0; j < p.value.cols(); ++j)
+          p.value.at(i, j) = (2.f * philox_uniform(key, std::uint64_t(i) + off, std::uint32_t(j)) - 1.f) * bound;
+    };
+    init(w1_, 0);
+    init(w2_, 1u << 20);
+    reset();
+  }
+
+  std::vector<Param*> params() {
+    std::vector<Param*> out = time_.params();
+    for (Param* p : gru_.params()) out.push_back(p);
+    for (Param* p : attn_.params()) out.push_back(p);
+    for (Param* p : {&w1_, &b1_, &w2_, &b2_}) out.push_back(p);
+    return out;
+  }
+
+  // Memory, last updates and stored messages back to the start of the stream.
+  void reset() {
+    mem_ = Matrix(s_.nodes, dm_);
+    last_.assign(std::size_t(s_.nodes), s_.events ? s_.time[0] : 0.0);
+    has_msg_.assign(std::size_t(s_.nodes), 0);
+    msg_self_ = Matrix(s_.nodes, dm_);
+    msg_other_ = Matrix(s_.nodes, dm_);
+    msg_e_ = Matrix(s_.nodes, std::max<std::int64_t>(de_, 1));
+    msg_time_.assign(std::size_t(s_.nodes), 0.0);
+  }
+
+  // Processes events ids[0..B) (in time order; ids[0] starts the batch) against negatives neg;
+  // writes sigmoid scores; trains when step > 0 (the Adam step number); step < 0 computes the
+  // gradients only and leaves the state as it was (the gradient check). Returns the loss.
+  double batch(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids, const std::vector<NodeId>& neg,
+               std::int64_t step, std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
+    const std::int64_t B = std::int64_t(ids.size()), Q = 3 * B;
+    const int k = sampler.k();
+    const bool train = step != 0;
+    // 1. Memory of the nodes with stored messages, through the GRU.
+    std::vector<NodeId> P;
+    for (NodeId v = 0; v < s_.nodes; ++v)
+      if (has_msg_[std::size_t(v)]) P.push_back(v);
+    // (Scanning all nodes is cheap next to a batch for the graphs TGN is used on; a list of
+    // pending nodes replaces it when memory lives across millions of nodes.)
+    const std::int64_t np = std::int64_t(P.size());
+    pos_.assign(std::size_t(s_.nodes), -1);
+    for (std::int64_t i = 0; i < np; ++i) pos_[std::size_t(P[std::size_t(i)])] = std::int32_t(i);
+    // Queries and their neighbours (before the batch).
+    qn_.resize(std::size_t(Q));
+    for (std::int64_t i = 0; i < B; ++i) {
+      qn_[std::size_t(i)] = s_.src[ids[std::size_t(i)]];
+      qn_[std::size_t(B + i)] = s_.dst[ids[std::size_t(i)]];
+      qn_[std::size_t(2 * B + i)] = neg[std::size_t(i)];
+    }
+    std::vector<EdgeId> limits(std::size_t(Q), ids[0]);
+    sampler.sample_before(qn_.data(), limits.data(), Q, nb_);
+    // All time encodings in one pass: [0 for queries | Δt of neighbours | Δt of messages].
+    std::vector<double> dts(std::size_t(Q + Q * k + np), 0.0);
+    for (std::int64_t i = 0; i < Q; ++i)
+      for (int j = 0; j < k; ++j)
+        if (j < nb_.count[std::size_t(i)])
+          dts[std::size_t(Q + i * k + j)] = s_.time[ids[std::size_t(i % B)]] - nb_.time[std::size_t(i * k + j)];
+    for (std::int64_t p = 0; p < np; ++p)
+      dts[std::size_t(Q + Q * k + p)] = msg_time_[std::size_t(P[std::size_t(p)])] - last_[std::size_t(P[std::size_t(p)])];
+    time_.forward(dts.data(), std::int64_t(dts.size()), phi_);
+    Matrix xmsg(np, 2 * dm_ + de_ + dt_), mprev(np, dm_);
+    for (std::int64_t p = 0; p < np; ++p) {
+      const NodeId v = P[std::size_t(p)];
+      float* r = xmsg.data() + p * xmsg.cols();
+      std::copy_n(msg_self_.data() + v * dm_, dm_, r);
+      std::copy_n(msg_other_.data() + v * dm_, dm_, r + dm_);
+      if (de_) std::copy_n(msg_e_.data() + v * de_, de_, r + 2 * dm_);
+      std::copy_n(phi_.data() + (Q + Q * k + p) * dt_, dt_, r + 2 * dm_ + de_);
+      std::copy_n(mem_.data() + v * dm_, dm_, mprev.data() + p * dm_);
+    }
+    if (np > 0) gru_.forward(be, xmsg.view(), mprev.view(), mnew_);
+    else mnew_.resize(0, dm_);
+    auto mem_of = [&](NodeId v) -> const float* {
+      const std::int32_t p = pos_[std::size_t(v)];
+      return p >= 0 ? mnew_.data() + std::int64_t(p) * dm_ : mem_.data() + std::int64_t(v) * dm_;
+    };
+    // 2. Embeddings.
+    Matrix q(Q, dm_ + dt_), kv(Q * k, dm_ + de_ + dt_), h(Q, dm_);
+    std::vector<std::uint8_t> valid(std::size_t(Q * k), 0);
+    kv.fill(0.f);
+    for (std::int64_t i = 0; i < Q; ++i) {
+      const float* m = mem_of(qn_[std::size_t(i)]);
+      std::copy_n(m, dm_, q.data() + i * q.cols());
+      std::copy_n(phi_.data() + i * dt_, dt_, q.data() + i * q.cols() + dm_);
+      std::copy_n(m, dm_, h.data() + i * dm_);
+      for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {
+        const std::size_t r = std::size_t(i * k + j);
+        valid[r] = 1;
+        float* row = kv.data() + std::int64_t(r) * kv.cols();
+        std::copy_n(mem_of(nb_.node[r]), dm_, row);
+        if (de_) std::copy_n(s_.efeat + nb_.event[r] * de_, de_, row + dm_);
+        std::copy_n(phi_.data() + (Q + std::int64_t(r)) * dt_, dt_, row + dm_ + de_);
+      }
+    }
+    Matrix z;
+    attn_.forward(be, q.view(), kv.view(), valid.data(), k, h.view(), z);
+    // 3. Link scores.
+    Matrix pair(2 * B, 2 * dz_), hid, logit(2 * B, 1);
+    for (std::int64_t i = 0; i < B; ++i) {
+      std::copy_n(z.data() + i * dz_, dz_, pair.data() + i * 2 * dz_);
+      std::copy_n(z.data() + (B + i) * dz_, dz_, pair.data() + i * 2 * dz_ + dz_);
+      std::copy_n(z.data() + i * dz_, dz_, pair.data() + (B + i) * 2 * dz_);
+      std::copy_n(z.data() + (2 * B + i) * dz_, dz_, pair.data() + (B + i) * 2 * dz_ + dz_);
+    }
+    hid.resize(2 * B, dz_);
+    be.gemm(false, false, 1.f, pair.view(), w1_.value.view(), 0.f, hid.view());
+    be.add_bias(hid.view(), b1_.value.data());
+    be.relu(hid.view());
+    be.gemm(false, false, 1.f, hid.view(), w2_.value.view(), 0.f, logit.view());
+    be.add_bias(logit.view(), b2_.value.data());
+    double loss = 0;
+    Matrix dlogit(2 * B, 1);
+    for (std::int64_t i = 0; i < 2 * B; ++i) {
+      const double x = logit.data()[i], y = i < B ? 1.0 : 0.0;
+      loss += (std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y) / double(B);
+      const double sg = 1.0 / (1.0 + std::exp(-x));
+      dlogit.data()[i] = float((sg - y) / double(B));
+      (i < B ? pos_scores : neg_scores)->push_back(float(sg));
+    }
+    if (train) {
+      for (Param* p : params()) p->grad.fill(0.f);
+      be.gemm(true, false, 1.f, hid.view(), dlogit.view(), 1.f, w2_.grad.view());
+      b2_.grad.data()[0] += std::accumulate(dlogit.data(), dlogit.data() + 2 * B, 0.f);
+      Matrix dhid(2 * B, dz_), dpair(2 * B, 2 * dz_), dz(Q, dz_);
+      be.gemm(false, true, 1.f, dlogit.view(), w2_.value.view(), 0.f, dhid.view());
+      be.relu_backward(hid.view(), dhid.view());
+      be.gemm(true, false, 1.f, pair.view(), dhid.view(), 1.f, w1_.grad.view());
+      std::vector<float> cs(static_cast<std::size_t>(dz_));
+      be.column_sums(dhid.view(), cs.data());
+      for (std::int64_t j = 0; j < dz_; ++j) b1_.grad.data()[j] += cs[std::size_t(j)];
+      be.gemm(false, true, 1.f, dhid.view(), w1_.value.view(), 0.f, dpair.view());
+      dz.fill(0.f);
+      for (std::int64_t i = 0; i < B; ++i)
+        for (std::int64_t c = 0; c < dz_; ++c) {
+          dz.at(i, c) += dpair.at(i, c) + dpair.at(B + i, c);
+          dz.at(B + i, c) += dpair.at(i, dz_ + c);
+          dz.at(2 * B + i, c) += dpair.at(B + i, dz_ + c);
+        }
+      Matrix dq, dkv, dh;
+      attn_.backward(be, dz.view(), dq, dkv, dh);
+      Matrix dphi(std::int64_t(dts.size()), dt_), dmnew(np, dm_);
+      dphi.fill(0.f);
+      dmnew.fill(0.f);
+      auto add_mem = [&](NodeId v, const float* g) {
+        const std::int32_t p = pos_[std::size_t(v)];
+        if (p < 0) return;  // memory from earlier batches is detached
+        float* d = dmnew.data() + std::int64_t(p) * dm_;
+        for (std::int64_t c = 0; c < dm_; ++c) d[c] += g[c];
+      };
+      for (std::int64_t i = 0; i < Q; ++i) {
+        add_mem(qn_[std::size_t(i)], dq.data() + i * dq.cols());
+        add_mem(qn_[std::size_t(i)], dh.data() + i * dm_);
+        std::copy_n(dq.data() + i * dq.cols() + dm_, dt_, dphi.data() + i * dt_);
+        for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {
+          const std::int64_t r = i * k + j;
+          add_mem(nb_.node[std::size_t(r)], dkv.data() + r * dkv.cols());
+          std::copy_n(dkv.data() + r * dkv.cols() + dm_ + de_, dt_, dphi.data() + (Q + r) * dt_);
+        }
+      }
+      if (np > 0) {
+        Matrix dx, dprev;
+        gru_.backward(be, dmnew.view(), dx, dprev);
+        for (std::int64_t p = 0; p < np; ++p)
+          std::copy_n(dx.data() + p * dx.cols() + 2 * dm_ + de_, dt_, dphi.data() + (Q + Q * k + p) * dt_);
+      }
+      time_.backward(dphi);
+      if (step < 0) return loss;
+      for (Param* p : params()) {
+        AdamStep a;
+        a.lr = o_.lr;
+        a.step = step;
+        be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), a);
+      }
+    }
+    // 4. Keep the updated memory; this batch's events become the stored messages.
+    for (std::int64_t p = 0; p < np; ++p) {
+      const NodeId v = P[std::size_t(p)];
+      std::copy_n(mnew_.data() + p * dm_, dm_, mem_.data() + v * dm_);
+      last_[std::size_t(v)] = msg_time_[std::size_t(v)];
+      has_msg_[std::size_t(v)] = 0;
+    }
+    for (std::int64_t e : ids)
+      for (int side = 0; side < 2; ++side) {
+        const NodeId a = side ? s_.dst[e] : s_.src[e], b = side ? s_.src[e] : s_.dst[e];
+        std::copy_n(mem_.data() + a * dm_, dm_, msg_self_.data() + a * dm_);
+        std::copy_n(mem_.data() + b * dm_, dm_, msg_other_.data() + a * dm_);
+        if (de_) std::copy_n(s_.efeat + e * de_, de_, msg_e_.data() + a * de_);
+        msg_time_[std::size_t(a)] = s_.time[e];
+        has_msg_[std::size_t(a)] = 1;
+      }
+    return loss;
+  }
+
+ private:
+  const Stream& s_;
+  const TgnOptions& o_;
+  std::int64_t dm_, dt_, de_, dz_;
+  TimeEncoder time_;
+  GruCell gru_;
+  TemporalAttention attn_;
+  Param w1_, b1_, w2_, b2_;
+  Matrix mem_, msg_self_, msg_other_, msg_e_, mnew_, phi_;
+  std::vector<double> last_, msg_time_;
+  std::vector<std::uint8_t> has_msg_;
+  std::vector<std::int32_t> pos_;
+  std::vector<NodeId> qn_;
+  NeighborBatch nb_;
+};
+
+// EdgeBank∞: an event scores 1 when its (src, dst) pair occurred in any earlier batch.
+void edgebank(const Stream& s, std::int64_t begin, std::int64_t end, std::int64_t batch, std::uint64_t neg_seed,
+              const std::vector<std::uint8_t>& inductive, std::unordered_set<std::uint64_t>& seen, Scores& out) {
+  auto key = [](NodeId a, NodeId b) { return (std::uint64_t(std::uint32_t(a)) << 32) | std::uint32_t(b); };
+  for (std::int64_t b0 = begin; b0 < end; b0 += batch) {
+    const std::int64_t b1 = std::min(end, b0 + batch);
+    for (std::int64_t e = b0; e < b1; ++e) {
+      const NodeId n = negative(neg_seed, 0, e, s.nodes);
+      out.add(seen.count(key(s.src[e], s.dst[e])) ? 1.f : 0.f, seen.count(key(s.src[e], n)) ? 1.f : 0.f,
+              inductive[std::size_t(e)] != 0);
+    }
+    for (std::int64_t e = b0; e < b1; ++e) seen.insert(key(s.src[e], s.dst[e]));
+  }
+}
+
+constexpr std::uint64_t kEvalNegatives = 0x5eed0e7a1ull;  // the same negatives for every model
+
+}  // namespace
+
+double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::int64_t batches) {
+  const TemporalDataset d = read_temporal_dataset(dataset);
+  Stream s;
+  s.nodes = d.num_nodes;
+  s.events = d.num_events();
+  s.src = d.src.data();
+  s.dst = d.dst.data();
+  s.time = d.time.data();
+  const TemporalCsr g = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
+  RecentSampler sampler(g, opt.neighbors);
+  Tgn model(s, opt);
+  Backend& be = cpu_backend();
+  auto ids_of = [&](std::int64_t b) {
+    std::vector<std::int64_t> ids;
+    for (std::int64_t e = b * opt.batch_size; e < std::min(s.events, (b + 1) * opt.batch_size); ++e) ids.push_back(e);
+    return ids;
+  };
+  std::vector<float> ps, ns;
+  std::vector<NodeId> neg;
+  for (std::int64_t b = 0; b < batches; ++b) {  // build memory, messages and history
+    neg.clear();
+    for (std::int64_t e : ids_of(b)) neg.push_back(negative(opt.seed, 1, e, s.nodes));
+    model.batch(be, sampler, ids_of(b), neg, b + 1, &ps, &ns);
+  }
+  const std::vector<std::int64_t> ids = ids_of(batches);
+  neg.clear();
+  for (std::int64_t e : ids) neg.push_back(negative(opt.seed, 1, e, s.nodes));
+  model.batch(be, sampler, ids, neg, -1, &ps, &ns);
+  double worst = 0;
+  for (Param* p : model.params()) {
+    // time.w multiplies raw time gaps (seconds, up to 1e6 here): no finite step is small enough
+    // for a central difference; its gradient is checked on small gaps in the layer tests.
+    if (p->name == "time.w") continue;
+    const Matrix grad = p->grad;
+    for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 7)) {
+      float& w = p->value.data()[i];
+      const float saved = w, h = 1e-3f;
+      w = saved + h;
+      const double up = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
+      w = saved - h;
+      const double down = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
+      w = saved;
+      const double numeric = (up - down) / (2.0 * h);
+      const double err = std::abs(double(grad.data()[i]) - numeric) / (2e-3 + std::abs(numeric));
+      if (std::getenv("HALO_DEBUG_GRADCHECK") && err > 1e-2)
+        std::fprintf(stderr, "%s[%lld]: analytic %g numeric %g\n", p->name.c_str(), (long long)i,
+                     double(grad.data()[i]), numeric);
+      worst = std::max(worst, err);
+    }
+  }
+  return worst;
+}
+
+TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostream& out) {
+  opt.check();
+  if (dataset_kind(dataset) != "temporal")
+    throw ParamError(dataset.string() + " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
+  if (opt.threads > 0) omp_set_num_threads(opt.threads);
+  const TemporalDataset d = read_temporal_dataset(dataset);
+  Stream s;
+  s.nodes = d.num_nodes;
+  s.events = d.num_events();
+  s.src = d.src.data();
+  s.dst = d.dst.data();
+  s.time = d.time.data();
+  s.de = d.edge_feature_dim;
+  s.efeat = d.edge_features.empty() ? nullptr : d.edge_features.data();
+  const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
+  std::ofstream log;
+  if (!opt.log.empty()) {
+    log.open(opt.log);
+    if (!log) throw_system(opt.log, "cannot open log");
+  }
+  TgnSummary sum;
+  if (opt.model == "edgebank") {
+    std::unordered_set<std::uint64_t> seen;
+    Scores train_s, val, test;
+    edgebank(s, 0, split.train_end, opt.batch_size, kEvalNegatives, split.inductive, seen, train_s);
+    edgebank(s, split.train_end, split.valid_end, opt.batch_size, kEvalNegatives, split.inductive, seen, val);
+    edgebank(s, split.valid_end, s.events, opt.batch_size, kEvalNegatives, split.inductive, seen, test);
+    sum.valid_ap = val.ap();
+    sum.test_ap = test.ap();
+    sum.test_auc = test.auc();
+    sum.test_inductive_ap = test.ap_ind();
+    sum.test_inductive_auc = test.auc_ind();
+    if (log) log << sum.to_json().dump() << "\n";
+    return sum;
+  }
+
+  // Training events: the chronological training range without events of held-out nodes.
+  std::vector<std::int64_t> train_ids;
+  for (std::int64_t e = 0; e < split.train_end; ++e)
+    if (split.train_keep[std::size_t(e)]) train_ids.push_back(e);
+  const TemporalCsr train_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
+  const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
+  RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
+  Backend& be = cpu_backend();
+  Tgn model(s, opt);
+  std::int64_t step = 0;
+  double best_val = -1;
+  int since_best = 0;
+  std::vector<double> speeds;
+  for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    model.reset();
+    train_sampler.reset();
+    Stopwatch clock;
+    double loss = 0;
+    std::int64_t batches = 0;
+    std::vector<float> ps, ns;
+    for (std::size_t b0 = 0; b0 < train_ids.size(); b0 += std::size_t(opt.batch_size)) {
+      const std::vector<std::int64_t> ids(train_ids.begin() + std::ptrdiff_t(b0),
+                                          train_ids.begin() + std::ptrdiff_t(std::min(train_ids.size(), b0 + std::size_t(opt.batch_size))));
+      std::vector<NodeId> neg;
+      for (std::int64_t e : ids) neg.push_back(negative(opt.seed, std::uint64_t(epoch), e, s.nodes));
+      loss += model.batch(be, train_sampler, ids, neg, ++step, &ps, &ns);
+      ++batches;
+    }
+    const double secs = clock.seconds();
+    speeds.push_back(double(train_ids.size()) / secs);
+    // Validation then test, the memory carried on from training.
+    full_sampler.reset();
+    auto evaluate = [&](std::int64_t begin, std::int64_t end) {
+      Scores sc;
+      for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
+        std::vector<std::int64_t> ids;
+        std::vector<NodeId> neg;
+        for (std::int64_t e = b0; e < std::min(end, b0 + opt.batch_size); ++e) {
+          ids.push_back(e);
+          neg.push_back(negative(kEvalNegatives, 0, e, s.nodes));
+        }
+        std::vector<float> p, n;
+        model.batch(be, full_sampler, ids, neg, 0, &p, &n);
+        for (std::size_t i = 0; i < ids.size(); ++i) sc.add(p[i], n[i], split.inductive[std::size_t(ids[i])] != 0);
+      }
+      return sc;
+    };
+    const Scores val = evaluate(split.train_end, split.valid_end);
+    const Scores test = evaluate(split.valid_end, s.events);
+    const double vap = val.ap();
+    json rec = {{"type", "epoch"},          {"epoch", epoch},
+                {"loss", loss / double(std::max<std::int64_t>(1, batches))},
+                {"valid_ap", vap},          {"valid_auc", val.auc()},
+                {"valid_inductive_ap", val.ap_ind()},
+                {"test_ap", test.ap()},     {"test_auc", test.auc()},
+                {"test_inductive_ap", test.ap_ind()},
+                {"epoch_time_s", secs},     {"events_per_s", speeds.back()}};
+    if (log) log << rec.dump() << "\n";
+    if (!opt.quiet) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)  %.0f events/s\n", epoch,
+                    rec["loss"].get<double>(), vap, val.auc(), val.ap_ind(), speeds.back());
+      out << line << std::flush;
+    }
+    if (vap > best_val) {
+      best_val = vap;
+      since_best = 0;
+      sum.best_epoch = epoch;
+      sum.valid_ap = vap;
+      sum.test_ap = test.ap();
+      sum.test_auc = test.auc();
+      sum.test_inductive_ap = test.ap_ind();
+      sum.test_inductive_auc = test.auc_ind();
+    } else if (++since_best >= opt.patience) {
+      break;
+    }
+  }
+  std::sort(speeds.begin(), speeds.end());
+  sum.events_per_s = speeds[speeds.size() / 2];
+  if (log) log << sum.to_json().dump() << "\n";
+  return sum;
+}
+
+}  // namespace halo

@@ -1,0 +1,46 @@
+// `halo tgn train DATASET`: memory-based temporal GNN (TGN) link prediction on an event stream.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "halo/graph/progress.h"
+#include "halo/runtime/tgn.h"
+
+namespace halo::cli {
+
+Action add_tgn(CLI::App& app) {
+  auto o = std::make_shared<TgnOptions>();
+  auto path = std::make_shared<std::string>();
+  auto log = std::make_shared<std::string>();
+  auto* tgn = app.add_subcommand("tgn", "Temporal GNNs on event streams");
+  tgn->require_subcommand(1);
+  auto* cmd = tgn->add_subcommand("train", "Train TGN (or score EdgeBank) for link prediction on a temporal dataset");
+  cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")->required();
+  cmd->add_option("--model", o->model, "tgn | edgebank (memoryless floor)")->capture_default_str();
+  cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str();
+  cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str();
+  cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str();
+  cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")->capture_default_str();
+  cmd->add_option("--batch-size", o->batch_size, "Events per batch")->capture_default_str();
+  cmd->add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
+  cmd->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--patience", o->patience, "Stop after this many epochs without a better validation AP")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "OpenMP threads (0 = default)")->capture_default_str();
+  cmd->add_option("--log", *log, "JSON-lines log");
+  cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
+  return [o, path, log] {
+    o->log = *log;
+    Stopwatch clock;
+    const TgnSummary s = train_tgn(*path, *o, std::cout);
+    std::printf("%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (best epoch %d, %.0f events/s)\n",
+                o->model.c_str(), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc, s.best_epoch,
+                s.events_per_s);
+    print_footer("tgn train", clock.seconds());
+    return 0;
+  };
+}
+
+}  // namespace halo::cli
