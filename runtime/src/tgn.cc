@@ -343,6 +343,32 @@ constexpr std::uint64_t kEvalNegatives = 0x5eed0e7a1ull;  // the same negatives 
 
 }  // namespace
 
+std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
+                                    const std::vector<double>& time, const TgnOptions& opt, std::int64_t batch) {
+  Stream s;
+  s.nodes = nodes;
+  s.events = std::int64_t(src.size());
+  s.src = src.data();
+  s.dst = dst.data();
+  s.time = time.data();
+  const TemporalCsr g = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
+  RecentSampler sampler(g, opt.neighbors);
+  Tgn model(s, opt);
+  Backend& be = cpu_backend();
+  std::vector<float> ps, ns;
+  for (std::int64_t b = 0; b <= batch; ++b) {
+    std::vector<std::int64_t> ids;
+    std::vector<NodeId> neg;
+    for (std::int64_t e = b * opt.batch_size; e < std::min(s.events, (b + 1) * opt.batch_size); ++e) {
+      ids.push_back(e);
+      neg.push_back(negative(opt.seed, 1, e, s.nodes));
+    }
+    ps.clear();
+    model.batch(be, sampler, ids, neg, b < batch ? b + 1 : 0, &ps, &ns);
+  }
+  return ps;
+}
+
 double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::int64_t batches) {
   const TemporalDataset d = read_temporal_dataset(dataset);
   Stream s;

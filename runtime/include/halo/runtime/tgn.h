@@ -10,6 +10,9 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "halo/graph/types.h"
 
 namespace halo {
 
@@ -38,6 +41,11 @@ struct TgnSummary {
 
 // Trains (or, for edgebank, evaluates) on a temporal dataset; epoch lines go to out.
 TgnSummary train_tgn(const std::filesystem::path& dataset, const TgnOptions& opt, std::ostream& out);
+
+// For the leakage test: trains on batches 0 .. batch-1 of the stream (arrays of one time-sorted
+// event list), then returns the positive scores of the events of batch `batch`.
+std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
+                                    const std::vector<double>& time, const TgnOptions& opt, std::int64_t batch);
 
 // Self-check for the tests: trains `batches` batches of a tiny model on the dataset's first
 // events, then compares the analytic gradients of the next batch's loss (memory update, time
