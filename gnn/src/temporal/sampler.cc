@@ -52,24 +52,28 @@ RecentSampler::RecentSampler(const TemporalCsr& g, int k) : g_(g), k_(k) {
 
 void RecentSampler::reset() { ptr_.assign(std::size_t(g_.num_nodes), 0); }
 
-void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_t n, NeighborBatch& out) {
+// One implementation for both kinds of bound: `list` is the per-entry key array (times or event
+// ids, non-decreasing within a node) and limits[i] the exclusive bound of query i.
+template <class Key>
+void RecentSampler::sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits, std::int64_t n,
+                              NeighborBatch& out) {
   out.k = k_;
   out.node.assign(std::size_t(n * k_), -1);
   out.event.assign(std::size_t(n * k_), -1);
   out.time.assign(std::size_t(n * k_), 0.0);
   out.count.assign(std::size_t(n), 0);
-  std::vector<EdgeId> found(static_cast<std::size_t>(n));  // per query: events before its time
+  std::vector<EdgeId> found(static_cast<std::size_t>(n));  // per query: entries before its bound
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     const NodeId v = nodes[i];
-    const double t = times[i];
+    const Key limit = limits[i];
     const EdgeId begin = g_.offsets[std::size_t(v)], end = g_.offsets[std::size_t(v) + 1];
     EdgeId p = begin + ptr_[std::size_t(v)];  // read only here: pointers move after the batch
-    if (p > begin && g_.time[std::size_t(p - 1)] >= t) {
-      // Out of time order: search the whole list.
-      p = EdgeId(std::lower_bound(g_.time.begin() + begin, g_.time.begin() + end, t) - g_.time.begin());
+    if (p > begin && list[std::size_t(p - 1)] >= limit) {
+      // Out of order: search the whole list.
+      p = EdgeId(std::lower_bound(list.begin() + begin, list.begin() + end, limit) - list.begin());
     } else {
-      while (p < end && g_.time[std::size_t(p)] < t) ++p;
+      while (p < end && list[std::size_t(p)] < limit) ++p;
     }
     found[std::size_t(i)] = p - begin;
     const int c = int(std::min<EdgeId>(k_, p - begin));
@@ -87,38 +91,12 @@ void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_
   }
 }
 
+void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_t n, NeighborBatch& out) {
+  sample_by(g_.time, nodes, times, n, out);
+}
+
 void RecentSampler::sample_before(const NodeId* nodes, const EdgeId* limits, std::int64_t n, NeighborBatch& out) {
-  out.k = k_;
-  out.node.assign(std::size_t(n * k_), -1);
-  out.event.assign(std::size_t(n * k_), -1);
-  out.time.assign(std::size_t(n * k_), 0.0);
-  out.count.assign(std::size_t(n), 0);
-  std::vector<EdgeId> found(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const NodeId v = nodes[i];
-    const EdgeId limit = limits[i];
-    const EdgeId begin = g_.offsets[std::size_t(v)], end = g_.offsets[std::size_t(v) + 1];
-    EdgeId p = begin + ptr_[std::size_t(v)];
-    if (p > begin && g_.event[std::size_t(p - 1)] >= limit) {
-      p = EdgeId(std::lower_bound(g_.event.begin() + begin, g_.event.begin() + end, limit) - g_.event.begin());
-    } else {
-      while (p < end && g_.event[std::size_t(p)] < limit) ++p;
-    }
-    found[std::size_t(i)] = p - begin;
-    const int c = int(std::min<EdgeId>(k_, p - begin));
-    out.count[std::size_t(i)] = c;
-    for (int j = 0; j < c; ++j) {
-      const std::size_t src = std::size_t(p - 1 - j), dst = std::size_t(i * k_ + j);
-      out.node[dst] = g_.neighbor[src];
-      out.event[dst] = g_.event[src];
-      out.time[dst] = g_.time[src];
-    }
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    EdgeId& q = ptr_[std::size_t(nodes[i])];
-    q = std::max(q, found[std::size_t(i)]);
-  }
+  sample_by(g_.event, nodes, limits, n, out);
 }
 
 TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,

@@ -53,6 +53,9 @@ class RecentSampler {
   int k() const { return k_; }
 
  private:
+  template <class Key>
+  void sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits, std::int64_t n,
+                 NeighborBatch& out);
   const TemporalCsr& g_;
   int k_;
   std::vector<EdgeId> ptr_;  // per node: events before its latest query time
