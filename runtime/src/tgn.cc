@@ -341,6 +341,41 @@ void edgebank(const Stream& s, std::int64_t begin, std::int64_t end, std::int64_
 
 constexpr std::uint64_t kEvalNegatives = 0x5eed0e7a1ull;  // the same negatives for every model
 
+Stream stream_of(const TemporalDataset& d) {
+  Stream s;
+  s.nodes = d.num_nodes;
+  s.events = d.num_events();
+  s.src = d.src.data();
+  s.dst = d.dst.data();
+  s.time = d.time.data();
+  s.de = d.edge_feature_dim;
+  s.efeat = d.edge_features.empty() ? nullptr : d.edge_features.data();
+  return s;
+}
+
+// Events [first, min(last, events)) as one batch.
+std::vector<std::int64_t> event_range(std::int64_t first, std::int64_t last) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(std::max<std::int64_t>(0, last - first)));
+  std::iota(ids.begin(), ids.end(), first);
+  return ids;
+}
+
+std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_t seed, std::uint64_t stream,
+                              std::int64_t nodes) {
+  std::vector<NodeId> out;
+  out.reserve(ids.size());
+  for (std::int64_t e : ids) out.push_back(negative(seed, stream, e, nodes));
+  return out;
+}
+
+// The test figures of a summary from the test scores.
+void set_test(TgnSummary& sum, const Scores& test) {
+  sum.test_ap = test.ap();
+  sum.test_auc = test.auc();
+  sum.test_inductive_ap = test.ap_ind();
+  sum.test_inductive_auc = test.auc_ind();
+}
+
 }  // namespace
 
 std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
@@ -357,26 +392,16 @@ std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId
   Backend& be = cpu_backend();
   std::vector<float> ps, ns;
   for (std::int64_t b = 0; b <= batch; ++b) {
-    std::vector<std::int64_t> ids;
-    std::vector<NodeId> neg;
-    for (std::int64_t e = b * opt.batch_size; e < std::min(s.events, (b + 1) * opt.batch_size); ++e) {
-      ids.push_back(e);
-      neg.push_back(negative(opt.seed, 1, e, s.nodes));
-    }
+    const auto ids = event_range(b * opt.batch_size, std::min(s.events, (b + 1) * opt.batch_size));
     ps.clear();
-    model.batch(be, sampler, ids, neg, b < batch ? b + 1 : 0, &ps, &ns);
+    model.batch(be, sampler, ids, negatives(ids, opt.seed, 1, s.nodes), b < batch ? b + 1 : 0, &ps, &ns);
   }
   return ps;
 }
 
 double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::int64_t batches) {
   const TemporalDataset d = read_temporal_dataset(dataset);
-  Stream s;
-  s.nodes = d.num_nodes;
-  s.events = d.num_events();
-  s.src = d.src.data();
-  s.dst = d.dst.data();
-  s.time = d.time.data();
+  const Stream s = stream_of(d);
   const TemporalCsr g = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler sampler(g, opt.neighbors);
   Tgn model(s, opt);
@@ -389,20 +414,13 @@ double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::i
         p->value.data()[i] += 0.1f * (philox_uniform(key, std::uint64_t(i), std::uint32_t(p->name.size())) - 0.5f);
   Backend& be = cpu_backend();
   auto ids_of = [&](std::int64_t b) {
-    std::vector<std::int64_t> ids;
-    for (std::int64_t e = b * opt.batch_size; e < std::min(s.events, (b + 1) * opt.batch_size); ++e) ids.push_back(e);
-    return ids;
+    return event_range(b * opt.batch_size, std::min(s.events, (b + 1) * opt.batch_size));
   };
   std::vector<float> ps, ns;
-  std::vector<NodeId> neg;
-  for (std::int64_t b = 0; b < batches; ++b) {  // build memory, messages and history
-    neg.clear();
-    for (std::int64_t e : ids_of(b)) neg.push_back(negative(opt.seed, 1, e, s.nodes));
-    model.batch(be, sampler, ids_of(b), neg, b + 1, &ps, &ns);
-  }
+  for (std::int64_t b = 0; b < batches; ++b)  // build memory, messages and history
+    model.batch(be, sampler, ids_of(b), negatives(ids_of(b), opt.seed, 1, s.nodes), b + 1, &ps, &ns);
   const std::vector<std::int64_t> ids = ids_of(batches);
-  neg.clear();
-  for (std::int64_t e : ids) neg.push_back(negative(opt.seed, 1, e, s.nodes));
+  const std::vector<NodeId> neg = negatives(ids, opt.seed, 1, s.nodes);
   model.batch(be, sampler, ids, neg, -1, &ps, &ns);
   double worst = 0;
   for (Param* p : model.params()) {
@@ -435,14 +453,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     throw ParamError(dataset.string() + " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   const TemporalDataset d = read_temporal_dataset(dataset);
-  Stream s;
-  s.nodes = d.num_nodes;
-  s.events = d.num_events();
-  s.src = d.src.data();
-  s.dst = d.dst.data();
-  s.time = d.time.data();
-  s.de = d.edge_feature_dim;
-  s.efeat = d.edge_features.empty() ? nullptr : d.edge_features.data();
+  const Stream s = stream_of(d);
   const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   std::ofstream log;
   if (!opt.log.empty()) {
@@ -457,10 +468,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     edgebank(s, split.train_end, split.valid_end, opt.batch_size, kEvalNegatives, split.inductive, seen, val);
     edgebank(s, split.valid_end, s.events, opt.batch_size, kEvalNegatives, split.inductive, seen, test);
     sum.valid_ap = val.ap();
-    sum.test_ap = test.ap();
-    sum.test_auc = test.auc();
-    sum.test_inductive_ap = test.ap_ind();
-    sum.test_inductive_auc = test.auc_ind();
+    set_test(sum, test);
     if (log) log << sum.to_json().dump() << "\n";
     return sum;
   }
@@ -488,9 +496,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     for (std::size_t b0 = 0; b0 < train_ids.size(); b0 += std::size_t(opt.batch_size)) {
       const std::vector<std::int64_t> ids(train_ids.begin() + std::ptrdiff_t(b0),
                                           train_ids.begin() + std::ptrdiff_t(std::min(train_ids.size(), b0 + std::size_t(opt.batch_size))));
-      std::vector<NodeId> neg;
-      for (std::int64_t e : ids) neg.push_back(negative(opt.seed, std::uint64_t(epoch), e, s.nodes));
-      loss += model.batch(be, train_sampler, ids, neg, ++step, &ps, &ns);
+      loss += model.batch(be, train_sampler, ids, negatives(ids, opt.seed, std::uint64_t(epoch), s.nodes), ++step, &ps, &ns);
       ++batches;
     }
     const double secs = clock.seconds();
@@ -500,14 +506,9 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     auto evaluate = [&](std::int64_t begin, std::int64_t end) {
       Scores sc;
       for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
-        std::vector<std::int64_t> ids;
-        std::vector<NodeId> neg;
-        for (std::int64_t e = b0; e < std::min(end, b0 + opt.batch_size); ++e) {
-          ids.push_back(e);
-          neg.push_back(negative(kEvalNegatives, 0, e, s.nodes));
-        }
+        const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
         std::vector<float> p, n;
-        model.batch(be, full_sampler, ids, neg, 0, &p, &n);
+        model.batch(be, full_sampler, ids, negatives(ids, kEvalNegatives, 0, s.nodes), 0, &p, &n);
         for (std::size_t i = 0; i < ids.size(); ++i) sc.add(p[i], n[i], split.inductive[std::size_t(ids[i])] != 0);
       }
       return sc;
@@ -535,10 +536,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
       since_best = 0;
       sum.best_epoch = epoch;
       sum.valid_ap = vap;
-      sum.test_ap = test.ap();
-      sum.test_auc = test.auc();
-      sum.test_inductive_ap = test.ap_ind();
-      sum.test_inductive_auc = test.auc_ind();
+      set_test(sum, test);
     } else if (++since_best >= opt.patience) {
       break;
     }
