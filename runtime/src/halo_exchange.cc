@@ -30,6 +30,17 @@ namespace {
 // pipelined training exchange still in flight.
 enum Kind { kForward = 1, kBackward = 2, kStaleForward = 3, kStaleBackward = 4 };
 int tag_of(int layer, Kind kind) { return layer * 8 + kind; }
+
+// One block per peer that has rows: peer q's rows are [offsets[q], offsets[q+1]) of a row array
+// starting at base, row_bytes each (send lists, receive lists and the halo rows all lie so).
+std::vector<PeerBlock> peer_blocks(int k, const EdgeId* offsets, void* base, std::size_t row_bytes) {
+  std::vector<PeerBlock> out;
+  for (int q = 0; q < k; ++q)
+    if (offsets[q + 1] > offsets[q])
+      out.push_back({q, static_cast<char*>(base) + std::size_t(offsets[q]) * row_bytes,
+                     std::size_t(offsets[q + 1] - offsets[q]) * row_bytes});
+  return out;
+}
 }  // namespace
 
 struct HaloExchanger::Slot {
@@ -103,17 +114,9 @@ void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send
       for (std::int64_t c = 0; c < w; ++c) out[i * w + c] = to_bf16(src[c]);
     }
   }
-  std::vector<PeerBlock> sends, recvs;
-  for (int q = 0; q < plan_.k; ++q) {
-    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
-    if (s1 > s0) sends.push_back({q, send.data() + std::size_t(s0 * w) * es, std::size_t((s1 - s0) * w) * es});
-    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
-    if (r1 > r0) {
-      void* dst = recv_in_place ? static_cast<void*>(all.row(plan_.owned + r0))
-                                : static_cast<void*>(static_cast<char*>(recv) + std::size_t(r0 * w) * es);
-      recvs.push_back({q, dst, std::size_t((r1 - r0) * w) * es});
-    }
-  }
+  const std::size_t row = std::size_t(w) * es;
+  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, send.data(), row);
+  const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, recv_in_place ? all.row(plan_.owned) : recv, row);
   stats_.bytes_sent += std::int64_t(send.size());
   pending_next_ = comm_.exchange(sends, recvs, tag);
 }
@@ -143,14 +146,9 @@ void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& sen
     src = send.data();
   }
   recv.resize(std::size_t(plan_.send_rows() * w) * es);
-  std::vector<PeerBlock> sends, recvs;
-  for (int q = 0; q < plan_.k; ++q) {
-    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
-    if (r1 > r0)
-      sends.push_back({q, const_cast<char*>(src) + std::size_t(r0 * w) * es, std::size_t((r1 - r0) * w) * es});
-    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
-    if (s1 > s0) recvs.push_back({q, recv.data() + std::size_t(s0 * w) * es, std::size_t((s1 - s0) * w) * es});
-  }
+  const std::size_t row = std::size_t(w) * es;
+  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, const_cast<char*>(src), row);
+  const auto recvs = peer_blocks(plan_.k, plan_.send_offsets, recv.data(), row);
   stats_.bytes_sent += std::int64_t(std::size_t(h * w) * es);
   pending_next_ = comm_.exchange(sends, recvs, tag);
 }
@@ -204,13 +202,8 @@ void HaloExchanger::start_direct_forward(const MatrixView& all, int tag) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
   stage_.resize(n, w);
   if (n > 0) be_.gather_rows(all, send_dev_->data(), n, stage_.view());
-  std::vector<PeerBlock> sends, recvs;
-  for (int q = 0; q < plan_.k; ++q) {
-    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
-    if (s1 > s0) sends.push_back({q, stage_.data() + s0 * w, std::size_t((s1 - s0) * w) * 4});
-    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
-    if (r1 > r0) recvs.push_back({q, all.row(plan_.owned + r0), std::size_t((r1 - r0) * w) * 4});
-  }
+  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, stage_.data(), std::size_t(w) * 4);
+  const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, all.row(plan_.owned), std::size_t(w) * 4);
   stats_.bytes_sent += n * w * 4;
   pending_ = comm_.exchange(sends, recvs, tag);
 }
@@ -219,13 +212,8 @@ void HaloExchanger::start_direct_backward(const MatrixView& all, int tag) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
   grad_stage_.set_device(Device::kCuda);
   grad_stage_.resize(n, w);
-  std::vector<PeerBlock> sends, recvs;
-  for (int q = 0; q < plan_.k; ++q) {
-    const std::int64_t r0 = plan_.recv_offsets[q], r1 = plan_.recv_offsets[q + 1];
-    if (r1 > r0) sends.push_back({q, all.row(plan_.owned + r0), std::size_t((r1 - r0) * w) * 4});
-    const std::int64_t s0 = plan_.send_offsets[q], s1 = plan_.send_offsets[q + 1];
-    if (s1 > s0) recvs.push_back({q, grad_stage_.data() + s0 * w, std::size_t((s1 - s0) * w) * 4});
-  }
+  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, all.row(plan_.owned), std::size_t(w) * 4);
+  const auto recvs = peer_blocks(plan_.k, plan_.send_offsets, grad_stage_.data(), std::size_t(w) * 4);
   stats_.bytes_sent += plan_.halo * w * 4;
   pending_ = comm_.exchange(sends, recvs, tag);
 }
