@@ -481,8 +481,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
 
   // All gradients travel in one buffer: one all-reduce per step.
   std::int64_t grad_size = 0;
-  std::vector<float> grads;
-  Matrix grads_dev;
+  Matrix grads;  // host memory, or device memory when NCCL reduces it
+  if (nccl) grads.set_device(dev);
 
   std::vector<RunState> states;
   std::vector<double> bytes_hist, wait_hist, allreduce_hist, compute_hist;
@@ -494,7 +494,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
     grad_size = 0;
     for (Param* p : model.params()) grad_size += p->grad.size();
-    grads.resize(std::size_t(grad_size));
+    grads.resize(1, grad_size);
     const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : rank_dir(opt.checkpoint, run, rank);
     if (opt.resume && resume_run(comm, ckdir, model, st, key) && lead && !opt.quiet)
       out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
@@ -509,31 +509,17 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
                         : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, double(labelled), dlogits.view(), nullptr);
       model.backward(be, ctx, dlogits.view());
       Stopwatch reduce_clock;
-      if (ranks > 1 && nccl) {  // gradients summed in device memory
-        std::int64_t at = 0;
-        grads_dev.set_device(dev);
-        grads_dev.resize(1, grad_size);
-        for (Param* p : model.params()) {
-          copy_floats(dev, grads_dev.data() + at, dev, p->grad.data(), p->grad.size());
-          at += p->grad.size();
-        }
-        nccl->allreduce_device(grads_dev.data(), grad_size);
-        at = 0;
-        for (Param* p : model.params()) {
-          copy_floats(dev, p->grad.data(), dev, grads_dev.data() + at, p->grad.size());
-          at += p->grad.size();
-        }
-        comm.allreduce(&loss, 1);
-      } else if (ranks > 1) {
+      if (ranks > 1) {  // one buffer, one all-reduce; over NCCL it stays in device memory
         std::int64_t at = 0;
         for (Param* p : model.params()) {
-          copy_floats(Device::kCpu, grads.data() + at, dev, p->grad.data(), p->grad.size());
+          copy_floats(grads.device(), grads.data() + at, dev, p->grad.data(), p->grad.size());
           at += p->grad.size();
         }
-        comm.allreduce(grads.data(), grad_size);
+        if (nccl) nccl->allreduce_device(grads.data(), grad_size);
+        else comm.allreduce(grads.data(), grad_size);
         at = 0;
         for (Param* p : model.params()) {
-          copy_floats(dev, p->grad.data(), Device::kCpu, grads.data() + at, p->grad.size());
+          copy_floats(dev, p->grad.data(), grads.device(), grads.data() + at, p->grad.size());
           at += p->grad.size();
         }
         comm.allreduce(&loss, 1);
