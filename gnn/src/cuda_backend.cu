@@ -557,51 +557,43 @@ void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xh
   check_launch();
 }
 
-double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t nrows, double denom, const MatrixView& dlogits,
-                                 std::int64_t* counted) {
+template <class Launch>
+double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted, Launch&& launch) {
   fill(dlogits, 0.f);
-  if (nrows <= 0 || logits.cols == 0) {
+  if (nrows <= 0 || dlogits.cols == 0) {
     if (counted) *counted = 0;
     return 0;
   }
   const std::int64_t chunks = loss_chunks(nrows);
   Layout lay;
   const std::size_t loss_at = lay.take(sizeof(double) * std::size_t(nrows));
-  const std::size_t has_at = lay.take(sizeof(std::int32_t) * std::size_t(nrows));
+  const std::size_t count_at = lay.take(sizeof(std::int32_t) * std::size_t(nrows));
   const std::size_t psum_at = lay.take(sizeof(double) * std::size_t(chunks));
   const std::size_t pcnt_at = lay.take(sizeof(long long) * std::size_t(chunks));
   char* base = scratch(lay.bytes);
   double* loss = reinterpret_cast<double*>(base + loss_at);
-  std::int32_t* has = reinterpret_cast<std::int32_t*>(base + has_at);
-  softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
-                                                                      denom, dlogits.data, loss, has);
+  std::int32_t* count = reinterpret_cast<std::int32_t*>(base + count_at);
+  launch(loss, count);
   check_launch();
-  return sum_losses(loss, has, nrows, reinterpret_cast<double*>(base + psum_at),
+  return sum_losses(loss, count, nrows, reinterpret_cast<double*>(base + psum_at),
                     reinterpret_cast<long long*>(base + pcnt_at), counted);
+}
+
+double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                                 std::int64_t nrows, double denom, const MatrixView& dlogits,
+                                 std::int64_t* counted) {
+  return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* has) {
+    softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
+                                                                        denom, dlogits.data, loss, has);
+  });
 }
 
 double CudaBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
                                std::int64_t nrows, double denom, const MatrixView& dlogits, std::int64_t* counted) {
-  fill(dlogits, 0.f);
-  if (nrows <= 0 || logits.cols == 0) {
-    if (counted) *counted = 0;
-    return 0;
-  }
-  const std::int64_t chunks = loss_chunks(nrows);
-  Layout lay;
-  const std::size_t loss_at = lay.take(sizeof(double) * std::size_t(nrows));
-  const std::size_t cnt_at = lay.take(sizeof(std::int32_t) * std::size_t(nrows));
-  const std::size_t psum_at = lay.take(sizeof(double) * std::size_t(chunks));
-  const std::size_t pcnt_at = lay.take(sizeof(long long) * std::size_t(chunks));
-  char* base = scratch(lay.bytes);
-  double* loss = reinterpret_cast<double*>(base + loss_at);
-  std::int32_t* cnt = reinterpret_cast<std::int32_t*>(base + cnt_at);
-  bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
-                                                                    denom, dlogits.data, loss, cnt);
-  check_launch();
-  return sum_losses(loss, cnt, nrows, reinterpret_cast<double*>(base + psum_at),
-                    reinterpret_cast<long long*>(base + pcnt_at), counted);
+  return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* cnt) {
+    bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
+                                                                      denom, dlogits.data, loss, cnt);
+  });
 }
 
 void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {

@@ -126,6 +126,10 @@ class CudaBackend final : public Backend {
   // psum/pcount (loss_chunks(n) entries each, device), then the chunks in order on the host.
   double sum_losses(const double* loss, const std::int32_t* count, std::int64_t n, double* psum,
                     long long* pcount, std::int64_t* counted);
+  // The loss ops' common frame: zeroes dlogits, lays out per-row loss and count buffers in the
+  // scratch, lets launch(loss, count) fill them, and returns their ordered sum.
+  template <class Launch>
+  double row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted, Launch&& launch);
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
