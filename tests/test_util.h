@@ -72,6 +72,18 @@ inline fs::path test_data(const std::string& rel) {
   return fs::path(configured("HALO_TEST_DATA_DIR", HALO_TEST_DATA_DIR)) / rel;
 }
 
+// d(loss)/d(value) by central differences with step h; value is restored.
+template <class Loss>
+double central_difference(float& value, float h, Loss&& loss) {
+  const float saved = value;
+  value = saved + h;
+  const double up = loss();
+  value = saved - h;
+  const double down = loss();
+  value = saved;
+  return (up - down) / (2.0 * double(h));
+}
+
 // Runs fn, expecting an InputError whose message contains every one of parts.
 template <class Fn>
 void expect_input_error(Fn&& fn, std::initializer_list<std::string> parts) {

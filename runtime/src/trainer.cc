@@ -177,6 +177,16 @@ struct RankData {
   const NodeId* original_ids = nullptr;  // [global_nodes] input order (rank 0), or null
 };
 
+// Labels and splits from a dataset or a part (the same fields on both).
+template <class Source>
+void take_labels(RankData& r, const Source& d) {
+  r.labels = d.labels.data();
+  r.label_cols = d.label_cols;
+  r.num_classes = d.num_classes;
+  r.label_kind = d.label_kind;
+  r.splits = &d.splits;
+}
+
 // What checkpoints must match to be resumed: every option that changes the trajectory. The
 // epoch count is not one of them: resuming a finished run with more epochs trains it further.
 json trajectory_key(const TrainOptions& o, const std::string& data_fingerprint, int ranks) {
@@ -694,11 +704,7 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
   for (std::int64_t v = 0; v < r.owned; ++v) degree[std::size_t(v)] = std::int32_t(r.graph.degree(NodeId(v)));
   r.degree = degree.data();
   r.features = {const_cast<float*>(d.features.data()), r.owned, d.num_features, Device::kCpu};
-  r.labels = d.labels.data();
-  r.label_cols = d.label_cols;
-  r.num_classes = d.num_classes;
-  r.label_kind = d.label_kind;
-  r.splits = &d.splits;
+  take_labels(r, d);
   r.default_split = d.split("public") ? "public" : (d.splits.empty() ? "" : d.splits[0].name);
   r.original_ids = d.original_ids.empty() ? nullptr : d.original_ids.data();
   LocalCommunicator local;
@@ -725,11 +731,7 @@ TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainO
   r.degree = p.degree.data();
   r.global_ids = p.global_ids.data();
   r.features = {const_cast<float*>(p.features.data()), p.num_owned, p.num_features, Device::kCpu};
-  r.labels = p.labels.data();
-  r.label_cols = p.label_cols;
-  r.num_classes = p.num_classes;
-  r.label_kind = p.label_kind;
-  r.splits = &p.splits;
+  take_labels(r, p);
   const std::string main_split = meta.at("options").value("split", "");
   r.default_split = p.split("public") ? "public" : !main_split.empty() ? main_split
                                                  : (p.splits.empty() ? "" : p.splits[0].name);

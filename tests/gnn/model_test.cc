@@ -135,14 +135,8 @@ void check_gradients(const std::string& kind, bool batch_norm, float dropout, st
   for (Param* p : model.params()) {
     const Matrix analytic = p->grad;
     for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 17)) {
-      float& w = p->value.data()[i];
-      const float saved = w, h = 1e-3f;  // small enough that ReLU kinks are rarely crossed
-      w = saved + h;
-      const double up = loss();
-      w = saved - h;
-      const double down = loss();
-      w = saved;
-      const double numeric = (up - down) / (2.0 * h);
+      // A step small enough that ReLU kinks are rarely crossed.
+      const double numeric = test::central_difference(p->value.data()[i], 1e-3f, loss);
       EXPECT_NEAR(analytic.data()[i], numeric, 2e-3 + 3e-2 * std::abs(numeric))
           << kind << (batch_norm ? "+bn" : "") << " dropout " << dropout << " " << p->name << "[" << i << "]";
     }

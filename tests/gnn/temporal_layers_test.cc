@@ -78,13 +78,7 @@ TEST(GruCell, GradientsMatchFiniteDifferences) {
   cell.zero_grad();
   cell.backward(cpu_backend(), G.view(), dx, dh);
   auto check = [&](float* value, float analytic, const std::string& what) {
-    const float saved = *value, e = 1e-2f;
-    *value = saved + e;
-    const double up = loss();
-    *value = saved - e;
-    const double down = loss();
-    *value = saved;
-    const double numeric = (up - down) / (2.0 * e);
+    const double numeric = test::central_difference(*value, 1e-2f, loss);
     EXPECT_NEAR(analytic, numeric, 1e-3 + 1e-2 * std::abs(numeric)) << what;
   };
   for (Param* p : cell.params()) {
@@ -135,14 +129,8 @@ TEST(TimeEncoder, GradientsMatchFiniteDifferences) {
   for (Param* p : enc.params()) {
     const Matrix grad = p->grad;
     for (std::int64_t i = 0; i < p->value.size(); ++i) {
-      float& v = p->value.data()[i];
-      const float saved = v, e = 1e-4f;  // w moves the argument by dt * e: keep that small
-      v = saved + e;
-      const double up = loss();
-      v = saved - e;
-      const double down = loss();
-      v = saved;
-      const double numeric = (up - down) / (2.0 * e);
+      // w moves the argument by dt * h: keep h small.
+      const double numeric = test::central_difference(p->value.data()[i], 1e-4f, loss);
       EXPECT_NEAR(grad.data()[i], numeric, 1e-2 + 1e-2 * std::abs(numeric)) << p->name << "[" << i << "]";
     }
   }
@@ -198,13 +186,7 @@ TEST(TemporalAttention, GradientsMatchFiniteDifferences) {
   att.zero_grad();
   att.backward(cpu_backend(), G.view(), dq_, dkv, dh_);
   auto check = [&](float* value, float analytic, const std::string& what) {
-    const float saved = *value, e = 1e-3f;
-    *value = saved + e;
-    const double up = loss();
-    *value = saved - e;
-    const double down = loss();
-    *value = saved;
-    const double numeric = (up - down) / (2.0 * e);
+    const double numeric = test::central_difference(*value, 1e-3f, loss);
     EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << what;
   };
   for (Param* p : att.params()) {
