@@ -91,6 +91,15 @@ __global__ void relu_backward_kernel(const float* y, float* dy, std::int64_t n) 
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
 }
 
+__global__ void bn_relu_backward_kernel(const float* xhat, const float* gamma, const float* beta, float* dy,
+                                        std::int64_t n, std::int64_t cols) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
+    const std::int64_t c = i % cols;
+    const float y = xhat[i] * gamma[c] + beta[c];
+    dy[i] = y > 0.f ? dy[i] : 0.f;
+  }
+}
+
 __global__ void add_kernel(const float* src, float* dst, std::int64_t n) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dst[i] += src[i];
 }
@@ -480,6 +489,14 @@ void CudaBackend::relu(const MatrixView& Y) {
 void CudaBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
   if (Y.size() == 0) return;
   relu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, Y.size());
+  check_launch();
+}
+
+void CudaBackend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                   const MatrixView& dY) {
+  if (xhat.size() == 0) return;
+  bn_relu_backward_kernel<<<grid_for(xhat.size()), kThreads, 0, stream_>>>(xhat.data, gamma, beta, dY.data,
+                                                                           xhat.size(), xhat.cols);
   check_launch();
 }
 

@@ -6,11 +6,24 @@
 //   aggregate first:
 //       X = [h | halo rows] -> exchange -> Z = A X -> Y = Z W + b
 // SAGE-mean adds a root term h W_root and aggregates with the mean operator.
-// Hidden layers then apply batch norm (optional), ReLU and dropout in place.
+// Hidden layers then apply batch norm (optional), ReLU and dropout.
 // Backward mirrors it, multiplying by the precomputed transposes and sending halo gradients back.
+//
+// Memory plan (activations dominate a full-graph run: one N x hidden matrix is 173 MB on
+// ogbn-arxiv and 2.5 GB on ogbn-products). Forward keeps exactly one matrix per hidden layer for
+// backward, its `saved` slab: batch norm's x-hat, or the layer's output when it has no batch
+// norm. A batch-norm layer's output (ReLU and dropout of gamma * x-hat + beta, masks keyed by the
+// RNG) is never kept: forward writes it where the next layer reads it, backward takes ReLU's mask
+// from x-hat and rebuilds the output, bit for bit, only as the input of the layer above's weight
+// gradient. Everything else is transient in shared slabs (T = h W, the gradients between
+// layers), and in backward a layer's saved slab, dead once its ReLU and batch norm are undone,
+// receives d(T) or d(Z). A 3-layer GCN with batch norm thus peaks at three N x hidden matrices
+// (two saved, one gradient) where keeping every intermediate took seven.
+
 #include "halo/gnn/model.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "halo/graph/error.h"
@@ -57,6 +70,36 @@ void ModelConfig::check() const {
   if (!(dropout >= 0 && dropout < 1)) throw ParamError("--dropout must be in [0, 1)");
 }
 
+// Slabs shared by the layers, sized by Model::forward before any layer runs and reused every
+// epoch; views of any shape that fits are cut from them.
+struct Model::Work {
+  // Gradients between layers (SAGE ping-pongs). In forward grad[0] also holds hidden layers' T
+  // = h W or [input | halo] rows, and the output of a batch-norm layer that feeds the last layer.
+  Matrix grad[2];
+  Matrix act;     // SAGE only: batch-norm outputs (its root term reads the input into the output)
+  Matrix tail;    // the last layer's T or [input | halo] rows, then its d(T) or d(Z)
+  Matrix logits;  // the last layer's output
+  // A batch-norm layer whose training output is still materialised, and where (-1: none).
+  int y_layer = -1;
+  MatrixView y;
+};
+
+namespace {
+
+// A rows x cols view of m's storage. Slabs never grow here: a view that does not fit is a bug in
+// the memory plan, not something to paper over by reallocating (which would lose live rows).
+MatrixView shape(Matrix& m, std::int64_t rows, std::int64_t cols) {
+  if (m.size() < rows * cols) throw std::logic_error("model memory plan: a slab is too small");
+  return {m.data(), rows, cols, m.device()};
+}
+
+// Grows m to at least n floats (contents lost).
+void reserve(Matrix& m, std::int64_t n) {
+  if (m.size() < n) m.resize(1, n);
+}
+
+}  // namespace
+
 struct Model::Layer {
   int index = 0;
   bool last = false;
@@ -70,22 +113,26 @@ struct Model::Layer {
   bool bn = false;
   Param gamma, beta;
   std::vector<float> run_mean, run_var, mean, inv_std;
-  // Saved by forward for backward.
-  MatrixView x;   // input (owned x in): the previous layer's output, or the (dropped) features
-  Matrix z;       // aggregate first: A X (owned x in)
-  Matrix y;       // output (owned x out), after bn / relu / dropout
-  Matrix xhat;    // batch norm
+  std::vector<float> zeros, ones;  // the mean and inv_std that make batch_norm_apply x-hat -> Y
+  Matrix saved;  // hidden layers: x-hat (batch norm) or the output; all x hidden floats
+  Matrix z;      // aggregate first: A X (owned x in)
 
-  // scratch: shared by all layers, holds transient [owned | halo] rows (T = h W, the input with
-  // its halo rows, or their gradients) and dz; sharing it is what keeps peak memory near the
-  // activations the backward pass really needs.
-  void forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
-               float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
-               Matrix& scratch);
-  // dy: gradient at this layer's output (modified). Writes d(input) (owned x in) into dx unless
-  // dx is null (first layer).
-  void backward(Backend& be, const GraphContext& g, const MatrixView& dy, Matrix* dx, float p,
-                std::uint64_t seed, std::int64_t epoch, Matrix& scratch, Matrix& scratch2);
+  // Returns the output (owned x out): the logits, the saved slab, or `y_slab` (batch norm).
+  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training, float p,
+                     std::uint64_t seed, std::int64_t epoch, float momentum, float eps, Matrix& y_slab, Work& ws);
+  // A batch-norm layer's output in its last training forward, rebuilt from x-hat into `into`.
+  MatrixView rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed, std::int64_t epoch,
+                            Matrix& into);
+  // Undoes dropout, ReLU and batch norm on dy (owned x out) in place; the saved slab is dead
+  // afterwards. Nothing for the last layer.
+  void activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy, float p, std::uint64_t seed,
+                           std::int64_t epoch);
+  // Parameter gradients from dy; returns d(input) (owned x in) in ws.grad[cur] (SAGE flips cur)
+  // when want_dx, else an empty view. input(free) yields the layer's input, rebuilding it into
+  // the free slab it is handed when it is no longer materialised.
+  template <class Input>
+  MatrixView linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool want_dx, Work& ws,
+                             int& cur, Input&& input);
 };
 
 namespace {
@@ -126,133 +173,163 @@ void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const Spa
 
 }  // namespace
 
-void Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& in_rows, bool training,
-                           float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
-                           Matrix& scratch) {
-  x = in_rows;
+MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training, float p,
+                                 std::uint64_t seed, std::int64_t epoch, float momentum, float eps, Matrix& y_slab,
+                                 Work& ws) {
+  if (!last) ws.y_layer = -1;  // a hidden layer overwrites the slab its input came in (the last one does not)
   const OperatorView& op = sage ? g.mean : g.gcn;
-  y.resize(g.owned, out);
+  // x lives in the features, a saved slab (this layer's own when the layer below had batch
+  // norm), grad[0] (the last layer) or act (SAGE): T and [x | halo] go where x is not, and the
+  // pre-activation overwrites x's slab only once x is consumed.
+  Matrix& staging = last ? ws.tail : ws.grad[0];
+  const MatrixView y = last ? shape(ws.logits, g.owned, out) : shape(saved, g.owned, out);
   if (transform_first) {
-    scratch.resize(g.all, out);
-    const MatrixView t_all = scratch.view();
+    const MatrixView t_all = shape(staging, g.all, out);
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
-    aggregate_with_halo(be, g, op.fwd, t_all, y.view(), index, training);
+    aggregate_with_halo(be, g, op.fwd, t_all, y, index, training);
   } else {
     MatrixView xa = x;
     if (g.exchange) {
-      scratch.resize(g.all, in);
-      be.copy(x, scratch.view().rows_range(0, g.owned));
-      xa = scratch.view();
+      xa = shape(staging, g.all, in);
+      be.copy(x, xa.rows_range(0, g.owned));
     }
     z.resize(g.owned, in);
     aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training);
-    be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y.view());
+    be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y);
   }
-  if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y.view());
-  if (!bn) be.add_bias(y.view(), b.value.data());
-  if (last) return;
-  if (bn) {
-    const std::size_t c = std::size_t(out);
-    if (training) {
-      std::vector<double> s(2 * c);
-      be.column_moments(y.view(), s.data(), s.data() + c);
-      if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
-      const double n = double(g.global_nodes);
-      for (std::size_t j = 0; j < c; ++j) {
-        const double mu = s[j] / n;
-        const double var = std::max(0.0, s[c + j] / n - mu * mu);
-        mean[j] = float(mu);
-        inv_std[j] = float(1.0 / std::sqrt(var + eps));
-        run_mean[j] = (1 - momentum) * run_mean[j] + momentum * float(mu);
-        run_var[j] = (1 - momentum) * run_var[j] + momentum * float(n > 1 ? var * n / (n - 1) : var);
-      }
-      xhat.resize(g.owned, out);
-      const MatrixView xh = xhat.view();
-      be.batch_norm_apply(y.view(), mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &xh, y.view());
-    } else {
-      std::vector<float> rstd(c);
-      for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
-      be.batch_norm_apply(y.view(), run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, y.view());
+  if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y);
+  if (!bn) be.add_bias(y, b.value.data());
+  if (last) return y;
+  if (!bn) {
+    be.relu(y);
+    if (training && p > 0) be.dropout(y, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+    return y;
+  }
+  const std::size_t c = std::size_t(out);
+  const MatrixView a = shape(y_slab, g.owned, out);
+  if (training) {
+    std::vector<double> s(2 * c);
+    be.column_moments(y, s.data(), s.data() + c);
+    if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
+    const double n = double(g.global_nodes);
+    for (std::size_t j = 0; j < c; ++j) {
+      const double mu = s[j] / n;
+      const double var = std::max(0.0, s[c + j] / n - mu * mu);
+      mean[j] = float(mu);
+      inv_std[j] = float(1.0 / std::sqrt(var + eps));
+      run_mean[j] = (1 - momentum) * run_mean[j] + momentum * float(mu);
+      run_var[j] = (1 - momentum) * run_var[j] + momentum * float(n > 1 ? var * n / (n - 1) : var);
     }
+    // x-hat over the pre-activation, the output into y_slab: rebuild_output repeats the same
+    // arithmetic, as (x-hat - 0) * 1 is x-hat exactly.
+    be.batch_norm_apply(y, mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &y, a);
+  } else {
+    std::vector<float> rstd(c);
+    for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
+    be.batch_norm_apply(y, run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, a);
   }
-  be.relu(y.view());
-  if (training && p > 0) be.dropout(y.view(), p, dropout_key(seed, epoch, index + 1), g.global_ids);
+  be.relu(a);
+  if (training && p > 0) be.dropout(a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+  if (training) {
+    ws.y_layer = index;
+    ws.y = a;
+  }
+  return a;
 }
 
-void Model::Layer::backward(Backend& be, const GraphContext& g, const MatrixView& dy, Matrix* dx, float p,
-                            std::uint64_t seed, std::int64_t epoch, Matrix& scratch, Matrix& scratch2) {
-  if (!last) {
-    if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
-    be.relu_backward(y.view(), dy);  // y is post-dropout: zero where dropped or inactive
-    if (bn) {
-      const std::size_t c = std::size_t(out);
-      std::vector<double> s(2 * c);
-      be.batch_norm_grad_sums(dy, xhat.view(), s.data(), s.data() + c);
-      // The parameters' own gradients stay partial (the trainer sums every gradient across
-      // ranks once); the normalisation below needs the global sums now.
-      std::vector<float> gb(c), gg(c);
-      for (std::size_t j = 0; j < c; ++j) {
-        gb[j] = float(s[j]);
-        gg[j] = float(s[c + j]);
-      }
-      beta.grad.assign(gb);
-      gamma.grad.assign(gg);
-      if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
-      std::vector<float> mdy(c), mdyx(c);
-      for (std::size_t j = 0; j < c; ++j) {
-        mdy[j] = float(s[j] / double(g.global_nodes));
-        mdyx[j] = float(s[c + j] / double(g.global_nodes));
-      }
-      be.batch_norm_backward(dy, xhat.view(), gamma.value.data(), inv_std.data(), mdy.data(), mdyx.data(), dy);
-    }
+MatrixView Model::Layer::rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed,
+                                        std::int64_t epoch, Matrix& into) {
+  const MatrixView a = shape(into, g.owned, out);
+  be.batch_norm_apply(shape(saved, g.owned, out), zeros.data(), ones.data(), gamma.value.data(), beta.value.data(),
+                      nullptr, a);
+  be.relu(a);
+  if (p > 0) be.dropout(a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+  return a;
+}
+
+void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy, float p,
+                                       std::uint64_t seed, std::int64_t epoch) {
+  if (last) return;
+  const MatrixView kept = shape(saved, g.owned, out);  // x-hat, or the output without batch norm
+  if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+  if (!bn) {
+    be.relu_backward(kept, dy);  // the output is post-dropout: zero where dropped or inactive
+    return;
   }
+  be.bn_relu_backward(kept, gamma.value.data(), beta.value.data(), dy);
+  const std::size_t c = std::size_t(out);
+  std::vector<double> s(2 * c);
+  be.batch_norm_grad_sums(dy, kept, s.data(), s.data() + c);
+  // The parameters' own gradients stay partial (the trainer sums every gradient across ranks
+  // once); the normalisation below needs the global sums now.
+  std::vector<float> gb(c), gg(c);
+  for (std::size_t j = 0; j < c; ++j) {
+    gb[j] = float(s[j]);
+    gg[j] = float(s[c + j]);
+  }
+  beta.grad.assign(gb);
+  gamma.grad.assign(gg);
+  if (g.exchange) g.exchange->allreduce(s.data(), std::int64_t(2 * c));
+  std::vector<float> mdy(c), mdyx(c);
+  for (std::size_t j = 0; j < c; ++j) {
+    mdy[j] = float(s[j] / double(g.global_nodes));
+    mdyx[j] = float(s[c + j] / double(g.global_nodes));
+  }
+  be.batch_norm_backward(dy, kept, gamma.value.data(), inv_std.data(), mdy.data(), mdyx.data(), dy);
+}
+
+template <class Input>
+MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool want_dx,
+                                         Work& ws, int& cur, Input&& input) {
   if (!bn) be.column_sums(dy, b.grad.data());
   const OperatorView& op = sage ? g.mean : g.gcn;
-  // For GCN, dx may be the very buffer dy lives in (the model reuses one gradient buffer for
-  // every layer): dy is fully consumed before dx is resized and written below.
+  // The layer's own slab, dead since activation_backward, takes d(T) or d(Z).
+  Matrix& spare = last ? ws.tail : saved;
+  // dy lives in ws.grad[cur] (or is the caller's, for the last layer) and is read until d(T) or
+  // d(Z) is formed; GCN's input is then rebuilt there and its dx written over it. SAGE's root
+  // term needs the input, dy and dx at once: the input goes to act, dx to the other grad slab.
+  MatrixView dx_root;
   if (sage) {
+    const MatrixView x = input(ws.act);
     be.gemm(true, false, 1.f, x, dy, 0.f, w_root.grad.view());
-    if (dx) {  // SAGE's dx is a separate buffer: the root term needs dy first
-      dx->resize(g.owned, in);
-      be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx->view());
+    if (want_dx) {
+      dx_root = shape(ws.grad[1 - cur], g.owned, in);
+      be.gemm(false, true, 1.f, dy, w_root.value.view(), 0.f, dx_root);
     }
   }
+  MatrixView dx;
   if (transform_first) {
-    scratch.resize(g.all, out);
-    aggregate_transpose_with_halo(be, g, op.bwd, dy, scratch.view(), index);
-    const MatrixView dt = scratch.view().rows_range(0, g.owned);
-    be.gemm(true, false, 1.f, x, dt, 0.f, w.grad.view());
-    if (dx) {
-      if (!sage) dx->resize(g.owned, in);
-      be.gemm(false, true, 1.f, dt, w.value.view(), sage ? 1.f : 0.f, dx->view());
-    }
-    return;
-  }
-  be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
-  if (!dx) return;
-  const bool direct = !g.exchange && !sage;  // one process: [owned | halo] is just the owned rows
-  Matrix& dz = direct ? scratch : scratch2;
-  dz.resize(g.owned, in);
-  be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz.view());
-  if (direct) {
-    dx->resize(g.owned, in);
-    be.spmm(op.bwd, dz.view(), dx->view());
-    return;
-  }
-  scratch.resize(g.all, in);
-  aggregate_transpose_with_halo(be, g, op.bwd, dz.view(), scratch.view(), index);
-  const MatrixView own = scratch.view().rows_range(0, g.owned);
-  if (sage) {
-    be.add(own, dx->view());
+    const MatrixView dt = shape(spare, g.all, out);
+    aggregate_transpose_with_halo(be, g, op.bwd, dy, dt, index);
+    const MatrixView dt_own = dt.rows_range(0, g.owned);
+    be.gemm(true, false, 1.f, input(sage ? ws.act : ws.grad[cur]), dt_own, 0.f, w.grad.view());
+    ws.y_layer = -1;  // dx may overwrite it
+    if (!want_dx) return {};
+    dx = sage ? dx_root : shape(ws.grad[cur], g.owned, in);
+    be.gemm(false, true, 1.f, dt_own, w.value.view(), sage ? 1.f : 0.f, dx);
   } else {
-    dx->resize(g.owned, in);
-    be.copy(own, dx->view());
+    be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
+    ws.y_layer = -1;
+    if (!want_dx) return {};
+    const MatrixView dz = shape(spare, g.owned, in);
+    be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz);
+    const MatrixView d_all = shape(ws.grad[cur], g.all, in);
+    aggregate_transpose_with_halo(be, g, op.bwd, dz, d_all, index);
+    dx = d_all.rows_range(0, g.owned);
+    if (sage) {
+      be.add(dx, dx_root);
+      dx = dx_root;
+    }
   }
+  if (sage) cur = 1 - cur;
+  return dx;
 }
 
 Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : config_(config), device_(device) {
   config_.check();
-  for (Matrix* m : {&x_drop_, &scratch_, &scratch2_, &grad_[0], &grad_[1]}) m->set_device(device);
+  work_ = std::make_unique<Work>();
+  for (Matrix* m : {&x_drop_, &work_->act, &work_->grad[0], &work_->grad[1], &work_->tail, &work_->logits})
+    m->set_device(device);
   for (int l = 0; l < config_.layers; ++l) {
     auto L = std::make_unique<Layer>();
     L->index = l;
@@ -275,8 +352,10 @@ Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : con
       L->run_var.assign(std::size_t(L->out), 1.f);
       L->mean.assign(std::size_t(L->out), 0.f);
       L->inv_std.assign(std::size_t(L->out), 1.f);
+      L->zeros.assign(std::size_t(L->out), 0.f);
+      L->ones.assign(std::size_t(L->out), 1.f);
     }
-    for (Matrix* m : {&L->z, &L->y, &L->xhat}) m->set_device(device);
+    for (Matrix* m : {&L->z, &L->saved}) m->set_device(device);
     layers_.push_back(std::move(L));
   }
 }
@@ -298,25 +377,59 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     be.dropout(x_drop_.view(), config_.dropout, dropout_key(seed, epoch, 0), g.global_ids);
     h = x_drop_.view();
   }
-  for (auto& L : layers_) {
-    L->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps, scratch_);
-    h = L->y.view();
+  if (training) input_ = h;
+  // The memory plan (top of file): every slab at the size of its largest use, before any layer
+  // cuts views from it.
+  const std::int64_t hidden = config_.hidden, n = config_.layers;
+  const bool sage = config_.kind == "sage";
+  Work& ws = *work_;
+  reserve(ws.grad[0], n > 1 ? g.all * hidden : 0);
+  reserve(ws.grad[1], sage && n > 1 ? g.all * hidden : 0);
+  reserve(ws.act, sage && config_.batch_norm && n > 1 ? g.owned * hidden : 0);
+  reserve(ws.tail, g.all * config_.out);
+  reserve(ws.logits, g.owned * config_.out);
+  for (auto& L : layers_)
+    if (!L->last) reserve(L->saved, g.all * hidden);
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    // A batch-norm layer's output goes where the next layer reads it without a conflict: the
+    // next hidden layer's own slab (overwritten only once the input is consumed), grad[0] before
+    // the last layer, act for SAGE.
+    Matrix* y_slab = &ws.act;
+    if (!sage) y_slab = l + 2 < layers_.size() ? &layers_[l + 1]->saved : &ws.grad[0];
+    h = layers_[l]->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps,
+                            *y_slab, ws);
   }
   return h;
 }
 
 void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
   // The caller's dlogits must survive: the last layer does not modify its incoming gradient.
-  // GCN layers consume their incoming gradient before writing the outgoing one, so one buffer
-  // serves every layer; SAGE needs both at once and ping-pongs between two.
+  Work& ws = *work_;
   MatrixView d = dlogits;
-  const bool sage = config_.kind == "sage";
+  int cur = 0;
   for (int l = int(layers_.size()) - 1; l >= 0; --l) {
     Layer& L = *layers_[std::size_t(l)];
-    Matrix* dx = l > 0 ? &grad_[sage ? l % 2 : 0] : nullptr;
-    L.backward(be, g, d, dx, config_.dropout, last_seed_, last_epoch_, scratch_, scratch2_);
-    if (dx) d = dx->view();
+    L.activation_backward(be, g, d, config_.dropout, last_seed_, last_epoch_);
+    auto input = [&](Matrix& free) -> MatrixView {
+      if (l == 0) return input_;
+      Layer& below = *layers_[std::size_t(l - 1)];
+      if (!below.bn) return shape(below.saved, g.owned, below.out);
+      if (ws.y_layer != l - 1) {
+        ws.y = below.rebuild_output(be, g, config_.dropout, last_seed_, last_epoch_, free);
+        ws.y_layer = l - 1;
+      }
+      return ws.y;
+    };
+    d = L.linear_backward(be, g, d, l > 0, ws, cur, input);
   }
+}
+
+std::int64_t Model::activation_bytes() const {
+  std::int64_t floats = x_drop_.size();
+  for (const Matrix* m : {&work_->grad[0], &work_->grad[1], &work_->act, &work_->tail, &work_->logits})
+    floats += m->size();
+  for (const auto& L : layers_) floats += L->saved.size() + L->z.size();
+  return floats * std::int64_t(sizeof(float));
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {

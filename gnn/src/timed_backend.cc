@@ -52,6 +52,11 @@ void TimedBackend::relu(const MatrixView& Y) { timed("relu", [&] { inner_.relu(Y
 void TimedBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
   timed("relu_backward", [&] { inner_.relu_backward(Y, dY); });
 }
+
+void TimedBackend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                    const MatrixView& dY) {
+  timed("bn_relu_backward", [&] { inner_.bn_relu_backward(xhat, gamma, beta, dY); });
+}
 void TimedBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   timed("dropout", [&] { inner_.dropout(Y, p, key, row_ids); });
 }

@@ -189,6 +189,22 @@ TEST(CpuBackend, BatchNormMatchesReference) {
   const MatrixView xv = xhat.view();
   be.batch_norm_apply(X.view(), mean.data(), inv.data(), gamma.data(), beta.data(), &xv, Y.view());
   expect_close(Y, ref::batch_norm(X, gamma, beta, 1e-5f, &xhat_ref), 1e-4, 1e-4, "bn");
+
+  // The model keeps x-hat only: the output rebuilt from it (mean 0, inv_std 1) must be Y bit for
+  // bit, and ReLU's mask taken from x-hat must be the mask on Y.
+  const std::vector<float> zeros(9, 0.f), ones(9, 1.f);
+  Matrix rebuilt(300, 9);
+  be.batch_norm_apply(xhat.view(), zeros.data(), ones.data(), gamma.data(), beta.data(), nullptr, rebuilt.view());
+  ASSERT_EQ(rebuilt.storage(), Y.storage());
+  Matrix R = Y, dR(300, 9, 1.f), dM(300, 9, 1.f);
+  be.relu(R.view());
+  be.relu_backward(R.view(), dR.view());
+  be.bn_relu_backward(xhat.view(), gamma.data(), beta.data(), dM.view());
+  ASSERT_EQ(dM.storage(), dR.storage());
+  std::int64_t active = 0;
+  for (float v : dM.storage()) active += v != 0.f;
+  EXPECT_GT(active, 300 * 9 / 4);  // both signs present: the mask is not trivially all or nothing
+  EXPECT_LT(active, 300 * 9 * 3 / 4);
 }
 
 TEST(CpuBackend, AdamMatchesTheTorchUpdate) {

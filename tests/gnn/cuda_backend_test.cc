@@ -341,6 +341,14 @@ TEST_F(CudaBackendTest, BatchNormApplyAndBackwardMatchCpu) {
     expect_close(dY.to_host(), Y.storage(), 1e-5, 1e-5, "batch_norm_apply y" + w);
     expect_close(dxhat.to_host(), xhat.storage(), 1e-5, 1e-5, "batch_norm_apply xhat" + w);
 
+    // ReLU's backward from x-hat: the same mask on both devices, bit for bit.
+    const Matrix xhat_on_gpu = upload(xhat);
+    Matrix M = host_matrix(rows, f, 40);
+    Matrix dM = upload(M);
+    cpu.bn_relu_backward(xhat.view(), gamma.data(), beta.data(), M.view());
+    gpu.bn_relu_backward(xhat_on_gpu.view(), dgamma.get(), dbeta.get(), dM.view());
+    expect_bitwise(dM.to_host(), M.storage(), "bn_relu_backward" + w);
+
     // Inference: no xhat, separate output.
     const Matrix X = host_matrix(rows, f, 36);
     const Matrix dX = upload(X);

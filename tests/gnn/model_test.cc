@@ -175,6 +175,48 @@ TEST(Model, SameSeedSameWeightsAndLosses) {
   EXPECT_NE(run(3), run(4));
 }
 
+// The memory plan: a GCN keeps one N x hidden slab per hidden layer plus one shared gradient
+// slab, whatever the layer order, batch norm or dropout (keeping every intermediate took seven
+// for three layers with batch norm); the narrow first-layer aggregate and the logits come on top.
+TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
+  const std::int64_t n = 200, in = 8, hidden = 32, out = 4;
+  std::vector<std::pair<int, int>> edges;
+  std::mt19937 g{3};
+  std::uniform_int_distribution<int> node(0, int(n) - 1);
+  for (int e = 0; e < 800; ++e) edges.emplace_back(node(g), node(g));
+  Tiny t;
+  t.build(n, edges);
+  Matrix x(n, in);
+  std::normal_distribution<float> nd;
+  for (auto& v : x.storage()) v = nd(g);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  std::vector<NodeId> rows(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) labels[std::size_t(i)] = std::int32_t(i % out), rows[std::size_t(i)] = NodeId(i);
+  for (int layers : {2, 3, 4})
+    for (bool bn : {false, true}) {
+      ModelConfig cfg;
+      cfg.layers = layers;
+      cfg.in = in;
+      cfg.hidden = hidden;
+      cfg.out = out;
+      cfg.batch_norm = bn;
+      Model model(cfg, 1);
+      Backend& be = cpu_backend();
+      Matrix d(n, out);
+      for (int epoch = 1; epoch <= 2; ++epoch) {
+        const MatrixView z = model.forward(be, t.ctx, x.view(), true, 7, epoch);
+        be.softmax_xent(z, labels.data(), rows.data(), n, double(n), d.view(), nullptr);
+        model.backward(be, t.ctx, d.view());
+        model.forward(be, t.ctx, x.view(), false, 7, epoch);
+      }
+      const std::int64_t floats = (layers - 1) * n * hidden  // saved slabs
+                                  + n * hidden                // the gradient slab
+                                  + n * in                    // A X of the widening first layer
+                                  + 2 * n * out;              // the last layer's staging and logits
+      EXPECT_EQ(model.activation_bytes(), floats * 4) << layers << " layers" << (bn ? " + bn" : "");
+    }
+}
+
 TEST(Model, RejectsImpossibleConfigurations) {
   ModelConfig cfg;
   cfg.in = 3;

@@ -55,6 +55,11 @@ class Backend {
   virtual void relu(const MatrixView& Y) = 0;
   // dY[r, c] = 0 where Y[r, c] <= 0 (Y is relu's output).
   virtual void relu_backward(const MatrixView& Y, const MatrixView& dY) = 0;
+  // dY[r, c] = 0 where xhat[r, c] * gamma[c] + beta[c] <= 0: ReLU's backward behind batch norm
+  // from x-hat alone, so the layer's output need not be kept. The same float expression as
+  // batch_norm_apply's Y, so the mask is exactly relu_backward's on that Y.
+  virtual void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                const MatrixView& dY) = 0;
   // Y[r, c] *= keep / (1 - p), keep = philox_uniform(key, id(r), c) >= p, id(r) = row_ids[r]
   // (global node id) or r when row_ids is null. Applying it to dY is its backward.
   virtual void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) = 0;

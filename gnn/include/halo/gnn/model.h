@@ -86,14 +86,19 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Device device() const { return device_; }
 
+  // Bytes of activation memory the model holds now (what forward keeps for backward plus the
+  // shared transient slabs): the figure the memory plan is tested on.
+  std::int64_t activation_bytes() const;
+
  private:
   struct Layer;
+  struct Work;
   ModelConfig config_;
   Device device_ = Device::kCpu;
   std::vector<std::unique_ptr<Layer>> layers_;
-  Matrix x_drop_;  // the input features after input dropout
-  Matrix scratch_, scratch2_;  // transient buffers shared by all layers
-  Matrix grad_[2];             // gradients between layers, ping-pong
+  std::unique_ptr<Work> work_;
+  Matrix x_drop_;                // the input features after input dropout
+  MatrixView input_;             // layer 0's input in the last training forward
   std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
   std::int64_t last_epoch_ = 0;
 };
