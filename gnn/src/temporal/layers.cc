@@ -37,21 +37,46 @@ TimeEncoder::TimeEncoder(std::int64_t dim) : dim_(dim), w_(zero_param(1, dim)), 
     w_.value.at(0, k) = float(std::pow(10.0, -9.0 * double(k) / double(std::max<std::int64_t>(1, dim - 1))));
 }
 
+void cos_sin(double x, float& c, float& s) {
+  const double k = std::nearbyint(x * 0.63661977236758134308);  // 2/π
+  // x - k π/2 with π/2 in two parts (Cody-Waite): each fma rounds once, near |r| <= π/4.
+  const double r = std::fma(-k, 6.123233995736766036e-17, std::fma(-k, 1.5707963267948965580, x));
+  const double r2 = r * r;
+  const double sr =
+      r * (1 + r2 * (-1 / 6. + r2 * (1 / 120. + r2 * (-1 / 5040. + r2 * (1 / 362880. + r2 * (-1 / 39916800. + r2 / 6227020800.))))));
+  const double cr =
+      1 + r2 * (-0.5 + r2 * (1 / 24. + r2 * (-1 / 720. + r2 * (1 / 40320. + r2 * (-1 / 3628800. + r2 / 479001600.)))));
+  const double q = k - 4.0 * std::floor(k * 0.25);  // quadrant 0..3, exactly
+  const bool swap = q == 1.0 || q == 3.0;
+  const double cc = swap ? sr : cr, ss = swap ? cr : sr;
+  c = float(q == 1.0 || q == 2.0 ? -cc : cc);
+  s = float(q >= 2.0 ? -ss : ss);
+}
+
 void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
   dt_.assign(dt, dt + n);
   out.resize(n, dim_);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t k = 0; k < dim_; ++k)
-      out.at(i, k) = float(std::cos(double(w_.value.at(0, k)) * dt[i] + double(b_.value.at(0, k))));
+  sin_.resize(std::size_t(n * dim_));
+  const float* w = w_.value.data();
+  const float* b = b_.value.data();
+#pragma omp parallel for schedule(static) if (n * dim_ > 4096)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* o = out.data() + i * dim_;
+    float* si = sin_.data() + i * dim_;
+    const double d = dt[i];
+#pragma omp simd
+    for (std::int64_t k = 0; k < dim_; ++k) cos_sin(double(w[k]) * d + double(b[k]), o[k], si[k]);
+  }
 }
 
 void TimeEncoder::backward(const Matrix& dout) {
+  const std::int64_t n = std::int64_t(dt_.size());
+#pragma omp parallel for schedule(static) if (n * dim_ > 4096)
   for (std::int64_t k = 0; k < dim_; ++k) {
     double gw = 0, gb = 0;
-    for (std::size_t i = 0; i < dt_.size(); ++i) {
-      const double s = -std::sin(double(w_.value.at(0, k)) * dt_[i] + double(b_.value.at(0, k))) *
-                       double(dout.at(std::int64_t(i), k));
-      gw += s * dt_[i];
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double s = -double(sin_[std::size_t(i * dim_ + k)]) * double(dout.at(i, k));
+      gw += s * dt_[std::size_t(i)];
       gb += s;
     }
     w_.grad.at(0, k) += float(gw);
@@ -93,6 +118,7 @@ void GruCell::forward(Backend& be, const MatrixView& x, const MatrixView& h, Mat
   z_.resize(B, H);
   n_.resize(B, H);
   h_out.resize(B, H);
+#pragma omp parallel for schedule(static) if (B * H > 4096)
   for (std::int64_t i = 0; i < B; ++i)
     for (std::int64_t j = 0; j < H; ++j) {
       const float r = sigmoid(a_.at(i, j) + c_.at(i, j));
@@ -107,8 +133,12 @@ void GruCell::forward(Backend& be, const MatrixView& x, const MatrixView& h, Mat
 
 void GruCell::backward(Backend& be, const MatrixView& dh_out, Matrix& dx, Matrix& dh) {
   const std::int64_t B = dh_out.rows, H = hid_;
-  Matrix da(B, 3 * H), dc(B, 3 * H);
+  Matrix& da = da_;
+  Matrix& dc = dc_;
+  da.resize(B, 3 * H);
+  dc.resize(B, 3 * H);
   dh.resize(B, H);
+#pragma omp parallel for schedule(static) if (B * H > 4096)
   for (std::int64_t i = 0; i < B; ++i)
     for (std::int64_t j = 0; j < H; ++j) {
       const float g = dh_out.at(i, j), r = r_.at(i, j), z = z_.at(i, j), n = n_.at(i, j);
@@ -210,6 +240,7 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
   ctx_.resize(B, dq_);
   ctx_.fill(0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
+#pragma omp parallel for schedule(static) if (B * k * dq_ > 16384)
   for (std::int64_t i = 0; i < B; ++i)
     for (int hd = 0; hd < heads_; ++hd) {
       float* a = alpha_.data() + (i * heads_ + hd) * k;
@@ -241,6 +272,7 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
       for (std::int64_t c = 0; c < dq_; ++c) att_.at(i, c) = 0.f;
   }
   cat_.resize(B, dq_ + dh_);
+#pragma omp parallel for schedule(static) if (B * (dq_ + dh_) > 16384)
   for (std::int64_t i = 0; i < B; ++i) {
     for (std::int64_t c = 0; c < dq_; ++c) cat_.at(i, c) = att_.at(i, c);
     for (std::int64_t c = 0; c < dh_; ++c) cat_.at(i, dq_ + c) = h_.at(i, c);
@@ -253,11 +285,13 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
 void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh) {
   const std::int64_t B = dz.rows, dhd = dq_ / heads_;
   const int k = k_;
-  Matrix dhid, dcat;
+  Matrix& dhid = dhid_;
+  Matrix& dcat = dcat_;
   linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid);
   be.relu_backward(hid_.view(), dhid.view());
   linear_backward(be, cat_.view(), dhid.view(), w1_, b1_, &dcat);
-  Matrix datt(B, dq_);
+  Matrix& datt = datt_;
+  datt.resize(B, dq_);
   dh.resize(B, dh_);
   for (std::int64_t i = 0; i < B; ++i) {
     bool any = false;
@@ -265,15 +299,25 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
     for (std::int64_t c = 0; c < dq_; ++c) datt.at(i, c) = any ? dcat.at(i, c) : 0.f;
     for (std::int64_t c = 0; c < dh_; ++c) dh.at(i, c) = dcat.at(i, dq_ + c);
   }
-  Matrix dctx;
+  Matrix& dctx = dctx_;
   linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
-  Matrix dQ(B, dq_), dK(B * k, dq_), dV(B * k, dq_);
+  Matrix &dQ = dQ_, &dK = dK_, &dV = dV_;
+  dQ.resize(B, dq_);
+  dK.resize(B * k, dq_);
+  dV.resize(B * k, dq_);
+  dQ.fill(0.f);
+  dK.fill(0.f);
+  dV.fill(0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
+#pragma omp parallel if (B * k * dq_ > 16384)
+  {
+  std::vector<float> da(static_cast<std::size_t>(k));
+#pragma omp for schedule(static)
   for (std::int64_t i = 0; i < B; ++i)
     for (int hd = 0; hd < heads_; ++hd) {
       const float* a = alpha_.data() + (i * heads_ + hd) * k;
       // d alpha_j = dctx · V_j; softmax backward: ds_j = a_j (dalpha_j − Σ a dalpha).
-      std::vector<float> da(std::size_t(k), 0.f);
+      std::fill(da.begin(), da.end(), 0.f);
       double dot = 0;
       for (int j = 0; j < k; ++j) {
         if (!valid_[std::size_t(i * k + j)]) continue;
@@ -294,8 +338,9 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
         }
       }
     }
+  }
   linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
-  Matrix dkv2;
+  Matrix& dkv2 = dkv2_;
   linear_backward(be, kv_.view(), dK.view(), wk_, bk_, &dkv);
   linear_backward(be, kv_.view(), dV.view(), wv_, bv_, &dkv2);
   be.add(dkv2.view(), dkv.view());

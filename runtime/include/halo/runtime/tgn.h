@@ -33,7 +33,10 @@ struct TgnOptions {
 };
 
 struct TgnSummary {
+  // AP and AUC averaged over evaluation batches (TGN's protocol, which the reference figures
+  // use); *_pooled: over all events at once.
   double valid_ap = 0, test_ap = 0, test_auc = 0, test_inductive_ap = 0, test_inductive_auc = 0;
+  double test_ap_pooled = 0, test_inductive_ap_pooled = 0;
   int best_epoch = 0;
   double events_per_s = 0;  // training events per second (median epoch)
   nlohmann::json to_json() const;
