@@ -14,9 +14,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <ostream>
+#include <stdexcept>
 #include <unordered_set>
 
 #include "halo/gnn/backend.h"
@@ -27,6 +29,7 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
+#include "halo/runtime/comm.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -116,8 +119,9 @@ Param make(std::int64_t r, std::int64_t c, const char* name) {
 
 class Tgn {
  public:
-  Tgn(const Stream& s, const TgnOptions& o)
-      : s_(s), o_(o), dm_(o.memory_dim), dt_(o.time_dim), de_(s.de), dz_(o.embed_dim),
+  // comm: the ranks that share every batch (null: this process alone).
+  Tgn(const Stream& s, const TgnOptions& o, Communicator* comm = nullptr)
+      : s_(s), o_(o), comm_(comm), dm_(o.memory_dim), dt_(o.time_dim), de_(s.de), dz_(o.embed_dim),
         time_(o.time_dim), gru_(2 * dm_ + de_ + dt_, dm_, o.seed, 1),
         attn_(dm_, dm_ + dt_, dm_ + de_ + dt_, dz_, o.heads, o.seed, 2),
         w1_(make(2 * dz_, dz_, "pred.w1")), b1_(make(1, dz_, "pred.b1")), w2_(make(dz_, 1, "pred.w2")),
@@ -148,6 +152,14 @@ class Tgn {
     return out;
   }
 
+  // This rank's share of a batch of n events: [slice_begin(n), slice_begin(n) + slice_size(n)).
+  std::int64_t slice_begin(std::int64_t n) const {
+    return comm_ ? n * comm_->rank() / comm_->size() : 0;
+  }
+  std::int64_t slice_size(std::int64_t n) const {
+    return comm_ ? n * (comm_->rank() + 1) / comm_->size() - slice_begin(n) : n;
+  }
+
   // Memory, last updates and stored messages back to the start of the stream.
   void reset() {
     mem_ = Matrix(s_.nodes, dm_);
@@ -164,9 +176,15 @@ class Tgn {
   // Processes events ids[0..B) (in time order; ids[0] starts the batch) against negatives neg;
   // writes sigmoid scores; trains when step > 0 (the Adam step number); step < 0 computes the
   // gradients only and leaves the state as it was (the gradient check). Returns the loss.
+  // Across K ranks (exact mini-batch parallelism) every rank keeps the whole memory and runs
+  // the memory update of the batch's pending nodes itself (identical inputs, identical rows);
+  // each embeds and scores its slice [slice_begin(B), +slice_size(B)) of the events, the
+  // gradients are summed across ranks before one identical Adam step, and every rank stores all
+  // of the batch's messages, so the replicas never diverge and no memory rows need to travel.
+  // Scores are written for the slice only; the returned loss is the whole batch's.
   double batch(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids, const std::vector<NodeId>& neg,
                std::int64_t step, std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
-    const std::int64_t B = std::int64_t(ids.size()), Q = 3 * B;
+    const std::int64_t all = std::int64_t(ids.size()), lo = slice_begin(all), B = slice_size(all), Q = 3 * B;
     const int k = sampler.k();
     const bool train = step != 0;
     // 1. Memory of the nodes with stored messages, through the GRU. Only the batch's nodes are
@@ -179,9 +197,9 @@ class Tgn {
     // Queries and their neighbours (before the batch).
     qn_.resize(std::size_t(Q));
     for (std::int64_t i = 0; i < B; ++i) {
-      qn_[std::size_t(i)] = s_.src[ids[std::size_t(i)]];
-      qn_[std::size_t(B + i)] = s_.dst[ids[std::size_t(i)]];
-      qn_[std::size_t(2 * B + i)] = neg[std::size_t(i)];
+      qn_[std::size_t(i)] = s_.src[ids[std::size_t(lo + i)]];
+      qn_[std::size_t(B + i)] = s_.dst[ids[std::size_t(lo + i)]];
+      qn_[std::size_t(2 * B + i)] = neg[std::size_t(lo + i)];
     }
     std::vector<EdgeId> limits(std::size_t(Q), ids[0]);
     sampler.sample_before(qn_.data(), limits.data(), Q, nb_);
@@ -190,7 +208,7 @@ class Tgn {
     for (std::int64_t i = 0; i < Q; ++i)
       for (int j = 0; j < k; ++j)
         if (j < nb_.count[std::size_t(i)])
-          dts[std::size_t(Q + i * k + j)] = s_.time[ids[std::size_t(i % B)]] - nb_.time[std::size_t(i * k + j)];
+          dts[std::size_t(Q + i * k + j)] = s_.time[ids[std::size_t(lo + i % B)]] - nb_.time[std::size_t(i * k + j)];
     for (std::int64_t p = 0; p < np; ++p)
       dts[std::size_t(Q + Q * k + p)] = msg_time_[std::size_t(P[std::size_t(p)])] - last_[std::size_t(P[std::size_t(p)])];
     time_.forward(dts.data(), std::int64_t(dts.size()), phi_);
@@ -263,9 +281,9 @@ class Tgn {
     dlogit.resize(2 * B, 1);
     for (std::int64_t i = 0; i < 2 * B; ++i) {
       const double x = logit.data()[i], y = i < B ? 1.0 : 0.0;
-      loss += (std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y) / double(B);
+      loss += (std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y) / double(all);
       const double sg = 1.0 / (1.0 + std::exp(-x));
-      dlogit.data()[i] = float((sg - y) / double(B));
+      dlogit.data()[i] = float((sg - y) / double(all));
       (i < B ? pos_scores : neg_scores)->push_back(float(sg));
     }
     if (train) {
@@ -319,6 +337,23 @@ class Tgn {
           std::copy_n(dx.data() + p * dx.cols() + 2 * dm_ + de_, dt_, dphi.data() + (Q + Q * k + p) * dt_);
       }
       time_.backward(dphi);
+      if (comm_ && comm_->size() > 1) {  // one fused all-reduce of every gradient, and the loss
+        std::int64_t n = 0;
+        for (Param* p : params()) n += p->grad.size();
+        grads_.resize(std::size_t(n));
+        n = 0;
+        for (Param* p : params()) {
+          std::copy_n(p->grad.data(), p->grad.size(), grads_.data() + n);
+          n += p->grad.size();
+        }
+        comm_->allreduce(grads_.data(), n);
+        n = 0;
+        for (Param* p : params()) {
+          std::copy_n(grads_.data() + n, p->grad.size(), p->grad.data());
+          n += p->grad.size();
+        }
+        comm_->allreduce(&loss, 1);
+      }
       if (step < 0) return loss;
       for (Param* p : params()) {
         AdamStep a;
@@ -352,6 +387,7 @@ class Tgn {
  private:
   const Stream& s_;
   const TgnOptions& o_;
+  Communicator* comm_ = nullptr;
   std::int64_t dm_, dt_, de_, dz_;
   TimeEncoder time_;
   GruCell gru_;
@@ -367,6 +403,7 @@ class Tgn {
   Matrix xmsg_, mprev_, q_, kv_, h_, z_, pair_, hid_, logit_, dlogit_, dhid_, dpair_, dzq_, dq_, dkv_, dh_, dphi_,
       dmnew_, dx_, dprev_;
   std::vector<std::uint8_t> valid_;
+  std::vector<float> grads_;  // all gradients in one buffer for the all-reduce
   std::vector<NodeId> qn_;
   NeighborBatch nb_;
 };
@@ -413,6 +450,26 @@ std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_
   out.reserve(ids.size());
   for (std::int64_t e : ids) out.push_back(negative(seed, stream, e, nodes));
   return out;
+}
+
+// One evaluated event: its score and its negative's.
+struct Scored {
+  std::int64_t event;
+  float pos, neg;
+};
+
+// Every rank's scored events, in event order, on every rank (total: how many there are).
+std::vector<Scored> all_scored(Communicator& comm, std::vector<Scored> mine, std::int64_t total) {
+  if (comm.size() == 1) return mine;
+  const std::vector<char> bytes = comm.gather(mine.data(), mine.size() * sizeof(Scored), 0, nullptr);
+  std::vector<Scored> all(static_cast<std::size_t>(total));
+  if (comm.rank() == 0) {
+    if (bytes.size() != all.size() * sizeof(Scored)) throw std::logic_error("tgn: ranks scored different events");
+    std::memcpy(all.data(), bytes.data(), bytes.size());
+    std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.event < b.event; });
+  }
+  comm.broadcast(all.data(), all.size() * sizeof(Scored), 0);
+  return all;
 }
 
 // The test figures of a summary from the test scores.
@@ -500,12 +557,15 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   opt.check();
   if (dataset_kind(dataset) != "temporal")
     throw ParamError(dataset.string() + " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
+  Communicator& comm = world();
+  const bool lead = comm.rank() == 0;
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
+  else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(default_threads_per_rank());
   const TemporalDataset d = read_temporal_dataset(dataset);
   const Stream s = stream_of(d);
   const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   std::ofstream log;
-  if (!opt.log.empty()) {
+  if (lead && !opt.log.empty()) {
     log.open(opt.log);
     if (!log) throw_system(opt.log, "cannot open log");
   }
@@ -531,7 +591,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   Backend& be = cpu_backend();
-  Tgn model(s, opt);
+  Tgn model(s, opt, &comm);
   std::int64_t step = 0;
   double best_val = -1;
   int since_best = 0;
@@ -554,14 +614,18 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     // Validation then test, the memory carried on from training.
     full_sampler.reset();
     auto evaluate = [&](std::int64_t begin, std::int64_t end) {
-      Scores sc;
-      sc.batch = opt.batch_size;
+      std::vector<Scored> mine;
       for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
         const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
         std::vector<float> p, n;
         model.batch(be, full_sampler, ids, negatives(ids, kEvalNegatives, 0, s.nodes), 0, &p, &n);
-        for (std::size_t i = 0; i < ids.size(); ++i) sc.add(p[i], n[i], split.inductive[std::size_t(ids[i])] != 0);
+        const std::int64_t lo = model.slice_begin(std::int64_t(ids.size()));
+        for (std::size_t i = 0; i < p.size(); ++i) mine.push_back({ids[std::size_t(lo) + i], p[i], n[i]});
       }
+      Scores sc;
+      sc.batch = opt.batch_size;
+      for (const Scored& e : all_scored(comm, std::move(mine), end - begin))
+        sc.add(e.pos, e.neg, split.inductive[std::size_t(e.event)] != 0);
       return sc;
     };
     const Scores val = evaluate(split.train_end, split.valid_end);
@@ -576,7 +640,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
                 {"test_ap_pooled", test.ap_pooled()},
                 {"epoch_time_s", secs},     {"events_per_s", speeds.back()}};
     if (log) log << rec.dump() << "\n";
-    if (!opt.quiet) {
+    if (lead && !opt.quiet) {
       char line[256];
       std::snprintf(line, sizeof line,
                     "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)  %.0f events/s\n", epoch,

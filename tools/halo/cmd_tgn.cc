@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "halo/graph/progress.h"
+#include "halo/runtime/comm.h"
 #include "halo/runtime/tgn.h"
 
 namespace halo::cli {
@@ -37,6 +38,7 @@ Action add_tgn(CLI::App& app) {
     o->log = *log;
     Stopwatch clock;
     const TgnSummary s = train_tgn(*path, *o, std::cout);
+    if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     std::printf(
         "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; pooled AP %.4f, "
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",
