@@ -13,6 +13,7 @@
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
 #include "halo/partition/parts.h"
+#include "halo/partition/reorder.h"
 
 namespace halo {
 namespace {
@@ -407,6 +408,47 @@ TEST(PartitionErrors, CorruptPartIsReported) {
   EXPECT_NO_THROW(read_part(t / "p", 0));
   test::expect_input_error([&] { read_part(t / "p", 1); }, {"part-1/send.bin", "checksum mismatch"});
   EXPECT_THROW(read_part(t / "p", 2), ParamError);
+}
+
+// Locality orders: a permutation that carries every node's row, label and edges with it, and on
+// a generated SBM (whose ids are random) numbering METIS parts contiguously puts most edges
+// inside one window of ids where the generator's order put about 1/parts of them.
+TEST(Reorder, MetisOrderIsAPermutationThatRaisesLocality) {
+  const GraphDataset d = read_graph_dataset(dataset("sbm"));
+  const std::int64_t n = d.num_nodes(), block = 625;  // 8 windows, one per SBM class
+  const std::vector<NodeId> order = locality_order(d, "metis", block);
+  ASSERT_EQ(std::int64_t(order.size()), n);
+  std::vector<NodeId> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t u = 0; u < n; ++u) ASSERT_EQ(sorted[std::size_t(u)], NodeId(u));
+  const double before = window_locality(d.graph.view(), block);
+  GraphDataset r = read_graph_dataset(dataset("sbm"));
+  reorder_dataset(r, order);
+  const double after = window_locality(r.graph.view(), block);
+  EXPECT_LT(before, 0.25);
+  EXPECT_GT(after, 0.6) << "before " << before;
+  ASSERT_EQ(r.graph.num_edges(), d.graph.num_edges());
+  // Node u of the result is node original_ids[u] of the input: features, labels and edges agree.
+  std::set<std::pair<NodeId, NodeId>> edges;
+  for (NodeId u = 0; u < NodeId(n); ++u)
+    for (const NodeId* v = d.graph.view().begin(u); v != d.graph.view().end(u); ++v) edges.insert({u, *v});
+  for (NodeId u = 0; u < NodeId(n); ++u) {
+    const NodeId ou = r.original_ids[std::size_t(u)];
+    ASSERT_EQ(r.labels[std::size_t(u)], d.labels[std::size_t(ou)]);
+    for (std::int64_t c = 0; c < d.num_features; ++c)
+      ASSERT_EQ(r.features[std::size_t(u * d.num_features + c)], d.features[std::size_t(std::int64_t(ou) * d.num_features + c)]);
+    for (const NodeId* v = r.graph.view().begin(u); v != r.graph.view().end(u); ++v)
+      ASSERT_TRUE(edges.count({ou, r.original_ids[std::size_t(*v)]})) << u << " " << *v;
+  }
+}
+
+TEST(Reorder, RejectsUnknownMethodsAndBadBlocks) {
+  const GraphDataset d = read_graph_dataset(dataset("cora"));
+  EXPECT_THROW(locality_order(d, "random", 100), ParamError);
+  EXPECT_THROW(locality_order(d, "metis", 0), ParamError);
+  EXPECT_EQ(locality_order(d, "rcm", 100).size(), std::size_t(d.num_nodes()));
+  const std::vector<NodeId> one = locality_order(d, "metis", 1 << 20);  // one window: the identity
+  for (std::size_t u = 0; u < one.size(); ++u) ASSERT_EQ(one[u], NodeId(u));
 }
 
 }  // namespace

@@ -107,6 +107,21 @@ TEST(Cli, PartitionReportsAndInfoReadsItBack) {
   EXPECT_GT(j["edge_cut"].get<int>(), 0);
 }
 
+TEST(Cli, ReorderWritesADatasetThatInfoVerifies) {
+  TempDir t;
+  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  const Result r = run("reorder " + (t / "cora").string() + " -o " + (t / "cora-m").string() + " --block 300", t);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("edges within a window of 300 ids"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(run("info --json " + (t / "cora-m").string(), t).out);
+  EXPECT_EQ(j["nodes"], 2708);
+  EXPECT_EQ(j["reorder"], "metis");
+  const Result bad = run("reorder " + (t / "cora").string() + " -o " + (t / "x").string() + " --method spiral", t);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+  EXPECT_FALSE(fs::exists(t / "x"));
+}
+
 TEST(Cli, PartitionBadParametersAreOneLine) {
   TempDir t;
   ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);

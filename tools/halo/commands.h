@@ -15,6 +15,7 @@ Action add_partition(CLI::App& app);
 Action add_export(CLI::App& app);
 Action add_train(CLI::App& app);
 Action add_tgn(CLI::App& app);
+Action add_reorder(CLI::App& app);
 
 // The one-line footer long commands end with: "<what> in 1.23 s, peak memory 45.6 MiB".
 void print_footer(const std::string& what, double seconds);

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   reg(add_generate);
   reg(add_partition);
   reg(add_export);
+  reg(add_reorder);
   reg(add_train);
   reg(add_tgn);
   reg(add_version);
