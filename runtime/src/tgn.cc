@@ -43,6 +43,7 @@ void TgnOptions::check() const {
   if (epochs < 1) throw ParamError("--epochs must be at least 1");
   if (!(lr > 0)) throw ParamError("--lr must be positive");
   if (patience < 1) throw ParamError("--patience must be at least 1");
+  if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
 }
 
@@ -51,7 +52,8 @@ json TgnSummary::to_json() const {
           {"test_ap", test_ap},         {"test_auc", test_auc},
           {"test_inductive_ap", test_inductive_ap}, {"test_inductive_auc", test_inductive_auc},
           {"test_ap_pooled", test_ap_pooled}, {"test_inductive_ap_pooled", test_inductive_ap_pooled},
-          {"best_epoch", best_epoch},   {"events_per_s", events_per_s}};
+          {"best_epoch", best_epoch},   {"events_per_s", events_per_s},
+          {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}};
 }
 
 namespace {
@@ -167,6 +169,7 @@ class Tgn {
     has_msg_.assign(std::size_t(s_.nodes), 0);
     pending_.clear();
     pos_.assign(std::size_t(s_.nodes), -1);
+    urow_.assign(std::size_t(s_.nodes), -1);
     msg_self_ = Matrix(s_.nodes, dm_);
     msg_other_ = Matrix(s_.nodes, dm_);
     msg_e_ = Matrix(s_.nodes, std::max<std::int64_t>(de_, 1));
@@ -232,33 +235,49 @@ class Tgn {
       const std::int32_t p = pos_[std::size_t(v)];
       return p >= 0 ? mnew_.data() + std::int64_t(p) * dm_ : mem_.data() + std::int64_t(v) * dm_;
     };
-    // 2. Embeddings.
-    Matrix &q = q_, &kv = kv_, &h = h_;
+    // 2. Embeddings. Keys and values are [memory of the neighbour ‖ edge features ‖ φ(Δt)]; the
+    // memory part goes to the attention once per distinct neighbour of the batch.
+    Matrix &q = q_, &h = h_, &nbm = nbm_, &slots = kvs_;
     q.resize(Q, dm_ + dt_);
-    kv.resize(Q * k, dm_ + de_ + dt_);
     h.resize(Q, dm_);
-    std::vector<std::uint8_t>& valid = valid_;
-    valid.assign(std::size_t(Q * k), 0);
+    slot_node_.assign(static_cast<std::size_t>(Q * k), -1);
+    uniq_.clear();
+    for (std::int64_t i = 0; i < Q; ++i)
+      for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {
+        const std::size_t r = std::size_t(i * k + j);
+        const NodeId v = nb_.node[r];
+        if (urow_[std::size_t(v)] < 0) {
+          urow_[std::size_t(v)] = std::int32_t(uniq_.size());
+          uniq_.push_back(v);
+        }
+        slot_node_[r] = urow_[std::size_t(v)];
+      }
+    const std::int64_t nu = std::int64_t(uniq_.size());
+    nbm.resize(nu, dm_);
+    for (std::int64_t u = 0; u < nu; ++u) {
+      std::copy_n(mem_of(uniq_[std::size_t(u)]), dm_, nbm.data() + u * dm_);
+      urow_[std::size_t(uniq_[std::size_t(u)])] = -1;
+    }
+    slots.resize(Q * k, de_ + dt_);
 #pragma omp parallel for schedule(static) if (Q > 64)
     for (std::int64_t i = 0; i < Q; ++i) {
-      // Rows past a query's neighbours stay zero (masked, but read by the K and V products).
-      std::fill_n(kv.data() + i * k * kv.cols() + nb_.count[std::size_t(i)] * kv.cols(),
-                  (k - nb_.count[std::size_t(i)]) * kv.cols(), 0.f);
       const float* m = mem_of(qn_[std::size_t(i)]);
       std::copy_n(m, dm_, q.data() + i * q.cols());
       std::copy_n(phi_.data() + i * dt_, dt_, q.data() + i * q.cols() + dm_);
       std::copy_n(m, dm_, h.data() + i * dm_);
-      for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {
+      for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {  // padded slots are never read
         const std::size_t r = std::size_t(i * k + j);
-        valid[r] = 1;
-        float* row = kv.data() + std::int64_t(r) * kv.cols();
-        std::copy_n(mem_of(nb_.node[r]), dm_, row);
-        if (de_) std::copy_n(s_.efeat + nb_.event[r] * de_, de_, row + dm_);
-        std::copy_n(phi_.data() + (Q + std::int64_t(r)) * dt_, dt_, row + dm_ + de_);
+        float* row = slots.data() + std::int64_t(r) * slots.cols();
+        if (de_) std::copy_n(s_.efeat + nb_.event[r] * de_, de_, row);
+        std::copy_n(phi_.data() + (Q + std::int64_t(r)) * dt_, dt_, row + de_);
       }
     }
+    KeyValueInput kvin;
+    kvin.nodes = nbm.view();
+    kvin.node = slot_node_.data();
+    kvin.slots = slots.view();
     Matrix& z = z_;
-    attn_.forward(be, q.view(), kv.view(), valid.data(), k, h.view(), z);
+    attn_.forward(be, q.view(), kvin, k, h.view(), z);
     // 3. Link scores.
     Matrix &pair = pair_, &hid = hid_, &logit = logit_;
     pair.resize(2 * B, 2 * dz_);
@@ -307,8 +326,8 @@ class Tgn {
           dz.at(B + i, c) = dpair.at(i, dz_ + c);
           dz.at(2 * B + i, c) = dpair.at(B + i, dz_ + c);
         }
-      Matrix &dq = dq_, &dkv = dkv_, &dh = dh_;
-      attn_.backward(be, dz.view(), dq, dkv, dh);
+      Matrix &dq = dq_, &dnodes = dnodes_, &dslots = dslots_, &dh = dh_;
+      attn_.backward(be, dz.view(), dq, dnodes, dslots, dh);
       Matrix &dphi = dphi_, &dmnew = dmnew_;
       dphi.resize(std::int64_t(dts.size()), dt_);
       dmnew.resize(np, dm_);
@@ -326,10 +345,11 @@ class Tgn {
         std::copy_n(dq.data() + i * dq.cols() + dm_, dt_, dphi.data() + i * dt_);
         for (int j = 0; j < nb_.count[std::size_t(i)]; ++j) {
           const std::int64_t r = i * k + j;
-          add_mem(nb_.node[std::size_t(r)], dkv.data() + r * dkv.cols());
-          std::copy_n(dkv.data() + r * dkv.cols() + dm_ + de_, dt_, dphi.data() + (Q + r) * dt_);
+          std::copy_n(dslots.data() + r * dslots.cols() + de_, dt_, dphi.data() + (Q + r) * dt_);
         }
       }
+      for (std::int64_t u = 0; u < std::int64_t(uniq_.size()); ++u)
+        add_mem(uniq_[std::size_t(u)], dnodes.data() + u * dm_);
       if (np > 0) {
         Matrix &dx = dx_, &dprev = dprev_;
         gru_.backward(be, dmnew.view(), dx, dprev);
@@ -400,9 +420,10 @@ class Tgn {
   std::vector<NodeId> pending_;    // nodes with a stored message
   // Per-batch buffers, kept so that their memory is reused rather than allocated and faulted in
   // every batch (a 6,000 x 201 neighbour matrix per batch at the defaults).
-  Matrix xmsg_, mprev_, q_, kv_, h_, z_, pair_, hid_, logit_, dlogit_, dhid_, dpair_, dzq_, dq_, dkv_, dh_, dphi_,
-      dmnew_, dx_, dprev_;
-  std::vector<std::uint8_t> valid_;
+  Matrix xmsg_, mprev_, q_, nbm_, kvs_, h_, z_, pair_, hid_, logit_, dlogit_, dhid_, dpair_, dzq_, dq_, dnodes_,
+      dslots_, dh_, dphi_, dmnew_, dx_, dprev_;
+  std::vector<std::int32_t> slot_node_, urow_;  // slot -> distinct-neighbour row; node -> that row (-1)
+  std::vector<NodeId> uniq_;                     // the batch's distinct neighbours
   std::vector<float> grads_;  // all gradients in one buffer for the all-reduce
   std::vector<NodeId> qn_;
   NeighborBatch nb_;
@@ -587,6 +608,8 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   std::vector<std::int64_t> train_ids;
   for (std::int64_t e = 0; e < split.train_end; ++e)
     if (split.train_keep[std::size_t(e)]) train_ids.push_back(e);
+  if (opt.max_train_events > 0 && std::int64_t(train_ids.size()) > opt.max_train_events)
+    train_ids.resize(std::size_t(opt.max_train_events));
   const TemporalCsr train_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
@@ -611,6 +634,18 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     }
     const double secs = clock.seconds();
     speeds.push_back(double(train_ids.size()) / secs);
+    if (opt.skip_eval) {
+      json rec = {{"type", "epoch"}, {"epoch", epoch}, {"loss", loss / double(std::max<std::int64_t>(1, batches))},
+                  {"epoch_time_s", secs}, {"events_per_s", speeds.back()}};
+      if (log) log << rec.dump() << "\n";
+      if (lead && !opt.quiet) {
+        char line[160];
+        std::snprintf(line, sizeof line, "epoch %3d  loss %.4f  %.0f events/s (no evaluation)\n", epoch,
+                      rec["loss"].get<double>(), speeds.back());
+        out << line << std::flush;
+      }
+      continue;
+    }
     // Validation then test, the memory carried on from training.
     full_sampler.reset();
     auto evaluate = [&](std::int64_t begin, std::int64_t end) {
@@ -659,6 +694,10 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   }
   std::sort(speeds.begin(), speeds.end());
   sum.events_per_s = speeds[speeds.size() / 2];
+  std::int64_t rss = std::int64_t(peak_rss_bytes());
+  comm.allreduce(&rss, 1, ReduceOp::kMax);
+  sum.peak_rss_mb = double(rss) / double(1 << 20);
+  sum.ranks = comm.size();
   if (log) log << sum.to_json().dump() << "\n";
   return sum;
 }

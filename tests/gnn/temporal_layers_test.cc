@@ -180,6 +180,60 @@ TEST(TemporalAttention, MatchesPyTorchMultiheadAttentionAndTgnMerger) {
   expect_near(p[8]->grad, g["dw1"], 1e-5, "dw1");
 }
 
+// The factored key/value input (distinct neighbours once, per-slot columns apart, padded slots
+// skipped) is the same attention as the whole (B * k) x dk input: outputs and every gradient.
+TEST(TemporalAttention, FactoredKeyValuesEqualTheWholeInput) {
+  const std::int64_t B = 4, dh = 3, dq = 6, dn = 3, ds = 2, dout = 5, U = 3;
+  const int k = 3;
+  TemporalAttention whole(dh, dq, dn + ds, dout, 2, 11, 0), factored(dh, dq, dn + ds, dout, 2, 11, 0);
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd;
+  Matrix q(B, dq), nodes(U, dn), slots(B * k, ds), h(B, dh), G(B, dout);
+  for (auto* m : {&q, &nodes, &slots, &h, &G})
+    for (auto& v : m->storage()) v = nd(rng);
+  for (Param* p : whole.params())
+    if (p->name.find(".b") != std::string::npos)
+      for (auto& v : p->value.storage()) v = 0.1f * nd(rng);
+  const auto pw = whole.params(), pf = factored.params();
+  for (std::size_t i = 0; i < pw.size(); ++i) pf[i]->value = pw[i]->value;
+  // Node 1 repeats across queries; query 3 has no neighbour.
+  const std::vector<std::int32_t> node = {0, 1, -1, 1, 2, 1, 2, -1, -1, -1, -1, -1};
+  Matrix kv(B * k, dn + ds);
+  std::vector<std::uint8_t> valid(static_cast<std::size_t>(B * k));
+  for (std::int64_t r = 0; r < B * k; ++r) {
+    valid[std::size_t(r)] = node[std::size_t(r)] >= 0;
+    if (node[std::size_t(r)] < 0) continue;
+    for (std::int64_t c = 0; c < dn; ++c) kv.at(r, c) = nodes.at(node[std::size_t(r)], c);
+    for (std::int64_t c = 0; c < ds; ++c) kv.at(r, dn + c) = slots.at(r, c);
+  }
+  Matrix zw, zf, dqw, dqf, dkv, dnodes, dslots, dhw, dhf;
+  whole.forward(cpu_backend(), q.view(), kv.view(), valid.data(), k, h.view(), zw);
+  KeyValueInput in;
+  in.nodes = nodes.view();
+  in.node = node.data();
+  in.slots = slots.view();
+  factored.forward(cpu_backend(), q.view(), in, k, h.view(), zf);
+  for (std::int64_t i = 0; i < zw.size(); ++i) ASSERT_NEAR(zf.data()[i], zw.data()[i], 1e-5);
+  whole.zero_grad();
+  factored.zero_grad();
+  whole.backward(cpu_backend(), G.view(), dqw, dkv, dhw);
+  factored.backward(cpu_backend(), G.view(), dqf, dnodes, dslots, dhf);
+  for (std::int64_t i = 0; i < dqw.size(); ++i) EXPECT_NEAR(dqf.data()[i], dqw.data()[i], 1e-5);
+  for (std::int64_t i = 0; i < dhw.size(); ++i) EXPECT_NEAR(dhf.data()[i], dhw.data()[i], 1e-5);
+  for (std::int64_t u = 0; u < U; ++u)
+    for (std::int64_t c = 0; c < dn; ++c) {
+      double sum = 0;  // a node's gradient is the sum over the slots it fills
+      for (std::int64_t r = 0; r < B * k; ++r)
+        if (node[std::size_t(r)] == u) sum += dkv.at(r, c);
+      EXPECT_NEAR(dnodes.at(u, c), sum, 1e-5) << u << "," << c;
+    }
+  for (std::int64_t r = 0; r < B * k; ++r)
+    for (std::int64_t c = 0; c < ds; ++c) EXPECT_NEAR(dslots.at(r, c), valid[std::size_t(r)] ? dkv.at(r, dn + c) : 0.f, 1e-5);
+  for (std::size_t i = 0; i < pw.size(); ++i)
+    for (std::int64_t j = 0; j < pw[i]->grad.size(); ++j)
+      EXPECT_NEAR(pf[i]->grad.data()[j], pw[i]->grad.data()[j], 1e-5) << pw[i]->name << "[" << j << "]";
+}
+
 TEST(TemporalAttention, GradientsMatchFiniteDifferences) {
   // 3 queries, k = 4 slots: query 0 has 4 neighbours, query 1 has 2, query 2 none.
   const std::int64_t B = 3, dh = 3, dq = 6, dk = 5, dout = 4;

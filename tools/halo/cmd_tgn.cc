@@ -32,6 +32,10 @@ Action add_tgn(CLI::App& app) {
                 "Train the time encoding's frequencies too (TGN's original; less stable)");
   cmd->add_option("--seed", o->seed, "Seed")->capture_default_str();
   cmd->add_option("--threads", o->threads, "OpenMP threads (0 = default)")->capture_default_str();
+  cmd->add_option("--max-train-events", o->max_train_events,
+                  "Train on at most this many events per epoch (0 = all; throughput runs)")
+      ->capture_default_str();
+  cmd->add_flag("--skip-eval", o->skip_eval, "No validation or test pass (throughput runs; no AP is reported)");
   cmd->add_option("--log", *log, "JSON-lines log");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
   return [o, path, log] {
@@ -39,6 +43,11 @@ Action add_tgn(CLI::App& app) {
     Stopwatch clock;
     const TgnSummary s = train_tgn(*path, *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
+    if (o->skip_eval) {
+      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", o->model.c_str(), s.events_per_s);
+      print_footer("tgn train", clock.seconds());
+      return 0;
+    }
     std::printf(
         "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; pooled AP %.4f, "
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",

@@ -222,20 +222,59 @@ void TemporalAttention::zero_grad() {
   for (Param* p : params()) p->grad.fill(0.f);
 }
 
-void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
-                                int k, const MatrixView& h, Matrix& z) {
-  const std::int64_t B = q.rows, dhd = dq_ / heads_;
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k, const MatrixView& h,
+                                Matrix& z) {
+  const std::int64_t B = q.rows, dhd = dq_ / heads_, slots = B * k;
+  const std::int64_t dn = kv.nodes.cols, ds = dk_ - dn;
+  if (dn > dk_ || (ds > 0 && kv.slots.cols != ds)) throw ParamError("attention: key/value widths do not add up");
   k_ = k;
-  valid_.assign(valid, valid + B * k);
+  dn_ = dn;
+  // Compact rows: only slots with a neighbour get a key and a value.
+  row_.assign(static_cast<std::size_t>(slots), -1);
+  slot_node_.clear();
+  slot_of_.clear();
+  for (std::int64_t r = 0; r < slots; ++r)
+    if (kv.node[r] >= 0) {
+      row_[std::size_t(r)] = std::int32_t(slot_of_.size());
+      slot_of_.push_back(NodeId(r));
+      slot_node_.push_back(NodeId(kv.node[r]));
+    }
+  const std::int64_t sv = std::int64_t(slot_of_.size());
   q_.resize(B, dq_);
   be.copy(q, q_.view());
-  kv_.resize(B * k, dk_);
-  be.copy(kv, kv_.view());
+  nodes_.resize(kv.nodes.rows, dn);
+  be.copy(kv.nodes, nodes_.view());
   h_.resize(B, dh_);
   be.copy(h, h_.view());
   linear(be, q, wq_, bq_, Q_);
-  linear(be, kv, wk_, bk_, K_);
-  linear(be, kv, wv_, bv_, V_);
+  // K = nodes[node] W_k[:dn] + slots W_k[dn:] + b_k (V alike): the node part once per node.
+  Kn_.resize(kv.nodes.rows, dq_);
+  Vn_.resize(kv.nodes.rows, dq_);
+  be.gemm(false, false, 1.f, nodes_.view(), wk_.value.view().rows_range(0, dn), 0.f, Kn_.view());
+  be.gemm(false, false, 1.f, nodes_.view(), wv_.value.view().rows_range(0, dn), 0.f, Vn_.view());
+  K_.resize(sv, dq_);
+  V_.resize(sv, dq_);
+  if (ds > 0) {
+    slots_.resize(sv, ds);
+    be.gather_rows(kv.slots, slot_of_.data(), sv, slots_.view());
+    be.gemm(false, false, 1.f, slots_.view(), wk_.value.view().rows_range(dn, dk_), 0.f, K_.view());
+    be.gemm(false, false, 1.f, slots_.view(), wv_.value.view().rows_range(dn, dk_), 0.f, V_.view());
+  } else {
+    slots_.resize(sv, 0);
+    K_.fill(0.f);
+    V_.fill(0.f);
+  }
+#pragma omp parallel for schedule(static) if (sv * dq_ > 16384)
+  for (std::int64_t c = 0; c < sv; ++c) {
+    const float* kn = Kn_.data() + std::int64_t(slot_node_[std::size_t(c)]) * dq_;
+    const float* vn = Vn_.data() + std::int64_t(slot_node_[std::size_t(c)]) * dq_;
+    float* kr = K_.data() + c * dq_;
+    float* vr = V_.data() + c * dq_;
+    for (std::int64_t j = 0; j < dq_; ++j) {
+      kr[j] += kn[j] + bk_.value.data()[j];
+      vr[j] += vn[j] + bv_.value.data()[j];
+    }
+  }
   alpha_.resize(B * heads_, k);
   ctx_.resize(B, dq_);
   ctx_.fill(0.f);
@@ -244,13 +283,14 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
   for (std::int64_t i = 0; i < B; ++i)
     for (int hd = 0; hd < heads_; ++hd) {
       float* a = alpha_.data() + (i * heads_ + hd) * k;
+      const std::int32_t* rows = row_.data() + i * k;
       float mx = -1e30f;
       bool any = false;
       for (int j = 0; j < k; ++j) {
         a[j] = 0.f;
-        if (!valid_[std::size_t(i * k + j)]) continue;
+        if (rows[j] < 0) continue;
         float s = 0;
-        for (std::int64_t c = 0; c < dhd; ++c) s += Q_.at(i, hd * dhd + c) * K_.at(i * k + j, hd * dhd + c);
+        for (std::int64_t c = 0; c < dhd; ++c) s += Q_.at(i, hd * dhd + c) * K_.at(rows[j], hd * dhd + c);
         a[j] = s * scale;
         mx = any ? std::max(mx, a[j]) : a[j];
         any = true;
@@ -258,16 +298,17 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
       if (!any) continue;  // no neighbours: the attention output stays 0
       double sum = 0;
       for (int j = 0; j < k; ++j)
-        if (valid_[std::size_t(i * k + j)]) sum += (a[j] = std::exp(a[j] - mx));
+        if (rows[j] >= 0) sum += (a[j] = std::exp(a[j] - mx));
       for (int j = 0; j < k; ++j) {
-        a[j] = valid_[std::size_t(i * k + j)] ? float(a[j] / sum) : 0.f;
-        for (std::int64_t c = 0; c < dhd; ++c) ctx_.at(i, hd * dhd + c) += a[j] * V_.at(i * k + j, hd * dhd + c);
+        a[j] = rows[j] >= 0 ? float(a[j] / sum) : 0.f;
+        if (rows[j] < 0) continue;
+        for (std::int64_t c = 0; c < dhd; ++c) ctx_.at(i, hd * dhd + c) += a[j] * V_.at(rows[j], hd * dhd + c);
       }
     }
   linear(be, ctx_.view(), wo_, bo_, att_);
   for (std::int64_t i = 0; i < B; ++i) {  // rows without neighbours: 0, not the output bias
     bool any = false;
-    for (int j = 0; j < k; ++j) any = any || valid_[std::size_t(i * k + j)];
+    for (int j = 0; j < k; ++j) any = any || row_[std::size_t(i * k + j)] >= 0;
     if (!any)
       for (std::int64_t c = 0; c < dq_; ++c) att_.at(i, c) = 0.f;
   }
@@ -282,9 +323,11 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixVi
   linear(be, hid_.view(), w2_, b2_, z);
 }
 
-void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh) {
-  const std::int64_t B = dz.rows, dhd = dq_ / heads_;
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots,
+                                 Matrix& dh) {
+  const std::int64_t B = dz.rows, dhd = dq_ / heads_, dn = dn_, ds = dk_ - dn_;
   const int k = k_;
+  const std::int64_t sv = std::int64_t(slot_of_.size());
   Matrix& dhid = dhid_;
   Matrix& dcat = dcat_;
   linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid);
@@ -295,7 +338,7 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   dh.resize(B, dh_);
   for (std::int64_t i = 0; i < B; ++i) {
     bool any = false;
-    for (int j = 0; j < k; ++j) any = any || valid_[std::size_t(i * k + j)];
+    for (int j = 0; j < k; ++j) any = any || row_[std::size_t(i * k + j)] >= 0;
     for (std::int64_t c = 0; c < dq_; ++c) datt.at(i, c) = any ? dcat.at(i, c) : 0.f;
     for (std::int64_t c = 0; c < dh_; ++c) dh.at(i, c) = dcat.at(i, dq_ + c);
   }
@@ -303,47 +346,88 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
   Matrix &dQ = dQ_, &dK = dK_, &dV = dV_;
   dQ.resize(B, dq_);
-  dK.resize(B * k, dq_);
-  dV.resize(B * k, dq_);
+  dK.resize(sv, dq_);
+  dV.resize(sv, dq_);
   dQ.fill(0.f);
   dK.fill(0.f);
   dV.fill(0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
 #pragma omp parallel if (B * k * dq_ > 16384)
   {
-  std::vector<float> da(static_cast<std::size_t>(k));
+    std::vector<float> da(static_cast<std::size_t>(k));
 #pragma omp for schedule(static)
-  for (std::int64_t i = 0; i < B; ++i)
-    for (int hd = 0; hd < heads_; ++hd) {
-      const float* a = alpha_.data() + (i * heads_ + hd) * k;
-      // d alpha_j = dctx · V_j; softmax backward: ds_j = a_j (dalpha_j − Σ a dalpha).
-      std::fill(da.begin(), da.end(), 0.f);
-      double dot = 0;
-      for (int j = 0; j < k; ++j) {
-        if (!valid_[std::size_t(i * k + j)]) continue;
-        float s = 0;
-        for (std::int64_t c = 0; c < dhd; ++c) {
-          s += dctx.at(i, hd * dhd + c) * V_.at(i * k + j, hd * dhd + c);
-          dV.at(i * k + j, hd * dhd + c) += a[j] * dctx.at(i, hd * dhd + c);
+    for (std::int64_t i = 0; i < B; ++i)
+      for (int hd = 0; hd < heads_; ++hd) {
+        const float* a = alpha_.data() + (i * heads_ + hd) * k;
+        const std::int32_t* rows = row_.data() + i * k;
+        // d alpha_j = dctx · V_j; softmax backward: ds_j = a_j (dalpha_j − Σ a dalpha).
+        std::fill(da.begin(), da.end(), 0.f);
+        double dot = 0;
+        for (int j = 0; j < k; ++j) {
+          if (rows[j] < 0) continue;
+          float s = 0;
+          for (std::int64_t c = 0; c < dhd; ++c) {
+            s += dctx.at(i, hd * dhd + c) * V_.at(rows[j], hd * dhd + c);
+            dV.at(rows[j], hd * dhd + c) += a[j] * dctx.at(i, hd * dhd + c);
+          }
+          da[std::size_t(j)] = s;
+          dot += double(a[j]) * s;
         }
-        da[std::size_t(j)] = s;
-        dot += double(a[j]) * s;
-      }
-      for (int j = 0; j < k; ++j) {
-        if (!valid_[std::size_t(i * k + j)]) continue;
-        const float ds = a[j] * (da[std::size_t(j)] - float(dot)) * scale;
-        for (std::int64_t c = 0; c < dhd; ++c) {
-          dQ.at(i, hd * dhd + c) += ds * K_.at(i * k + j, hd * dhd + c);
-          dK.at(i * k + j, hd * dhd + c) += ds * Q_.at(i, hd * dhd + c);
+        for (int j = 0; j < k; ++j) {
+          if (rows[j] < 0) continue;
+          const float dsj = a[j] * (da[std::size_t(j)] - float(dot)) * scale;
+          for (std::int64_t c = 0; c < dhd; ++c) {
+            dQ.at(i, hd * dhd + c) += dsj * K_.at(rows[j], hd * dhd + c);
+            dK.at(rows[j], hd * dhd + c) += dsj * Q_.at(i, hd * dhd + c);
+          }
         }
       }
-    }
   }
   linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
-  Matrix& dkv2 = dkv2_;
-  linear_backward(be, kv_.view(), dK.view(), wk_, bk_, &dkv);
-  linear_backward(be, kv_.view(), dV.view(), wv_, bv_, &dkv2);
-  be.add(dkv2.view(), dkv.view());
+  // Biases and the per-slot part of W_k and W_v, over the compact rows.
+  std::vector<float> cs(static_cast<std::size_t>(dq_));
+  be.column_sums(dK.view(), cs.data());
+  for (std::int64_t j = 0; j < dq_; ++j) bk_.grad.data()[j] += cs[std::size_t(j)];
+  be.column_sums(dV.view(), cs.data());
+  for (std::int64_t j = 0; j < dq_; ++j) bv_.grad.data()[j] += cs[std::size_t(j)];
+  dslots.resize(B * k, ds);
+  dslots.fill(0.f);
+  if (ds > 0) {
+    be.gemm(true, false, 1.f, slots_.view(), dK.view(), 1.f, wk_.grad.view().rows_range(dn, dk_));
+    be.gemm(true, false, 1.f, slots_.view(), dV.view(), 1.f, wv_.grad.view().rows_range(dn, dk_));
+    dslots_c_.resize(sv, ds);
+    be.gemm(false, true, 1.f, dK.view(), wk_.value.view().rows_range(dn, dk_), 0.f, dslots_c_.view());
+    be.gemm(false, true, 1.f, dV.view(), wv_.value.view().rows_range(dn, dk_), 1.f, dslots_c_.view());
+    be.scatter_add_rows(dslots_c_.view(), slot_of_.data(), sv, dslots.view());
+  }
+  // The node part: each node's slots summed first, then one row per node.
+  const std::int64_t u = nodes_.rows();
+  dKn_.resize(u, dq_);
+  dVn_.resize(u, dq_);
+  dKn_.fill(0.f);
+  dVn_.fill(0.f);
+  be.scatter_add_rows(dK.view(), slot_node_.data(), sv, dKn_.view());
+  be.scatter_add_rows(dV.view(), slot_node_.data(), sv, dVn_.view());
+  be.gemm(true, false, 1.f, nodes_.view(), dKn_.view(), 1.f, wk_.grad.view().rows_range(0, dn));
+  be.gemm(true, false, 1.f, nodes_.view(), dVn_.view(), 1.f, wv_.grad.view().rows_range(0, dn));
+  dnodes.resize(u, dn);
+  be.gemm(false, true, 1.f, dKn_.view(), wk_.value.view().rows_range(0, dn), 0.f, dnodes.view());
+  be.gemm(false, true, 1.f, dVn_.view(), wv_.value.view().rows_range(0, dn), 1.f, dnodes.view());
+}
+
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
+                                int k, const MatrixView& h, Matrix& z) {
+  // Every slot its own node: the factored path with U = B * k and no per-slot columns.
+  whole_.resize(static_cast<std::size_t>(kv.rows));
+  for (std::int64_t r = 0; r < kv.rows; ++r) whole_[std::size_t(r)] = valid[r] ? std::int32_t(r) : -1;
+  KeyValueInput in;
+  in.nodes = kv;
+  in.node = whole_.data();
+  forward(be, q, in, k, h, z);
+}
+
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh) {
+  backward(be, dz, dq, dkv, dslots_empty_, dh);
 }
 
 }  // namespace halo

@@ -27,6 +27,9 @@ struct TgnOptions {
   bool learn_time_frequencies = false;  // TGN learns them; fixed is stabler (see tgn.cc)
   std::uint64_t seed = 0;
   int threads = 0;
+  // Throughput runs: train on at most this many events per epoch (0 = all) and skip evaluation.
+  std::int64_t max_train_events = 0;
+  bool skip_eval = false;
   std::filesystem::path log;  // JSON lines
   bool quiet = false;
   void check() const;  // throws ParamError
@@ -39,6 +42,8 @@ struct TgnSummary {
   double test_ap_pooled = 0, test_inductive_ap_pooled = 0;
   int best_epoch = 0;
   double events_per_s = 0;  // training events per second (median epoch)
+  double peak_rss_mb = 0;   // the largest peak resident memory over the ranks
+  int ranks = 1;
   nlohmann::json to_json() const;
 };
 
