@@ -2,7 +2,9 @@
 //   1. the nodes that received messages in earlier batches update their memory with the GRU
 //      (differentiable in this batch; detached afterwards);
 //   2. sources, destinations and negatives are embedded by temporal attention over their k most
-//      recent neighbours among events *before the batch* (a batch never sees itself);
+//      recent neighbours among events strictly before the event's own time (TGN's protocol; an
+//      event never sees itself or anything later), or with --neighbors-before batch among
+//      events before the batch (a batch never sees its own events);
 //   3. the MLP scores (src, dst) and (src, negative); BCE; backward; Adam;
 //   4. the updated memory is kept, and this batch's events become the stored messages ("last"
 //      aggregator: a node's latest event wins), to be used by the next batch.
@@ -39,6 +41,8 @@ void TgnOptions::check() const {
   if (model != "tgn" && model != "edgebank") throw ParamError("unknown --model '" + model + "' (expected tgn or edgebank)");
   if (memory_dim < 1 || embed_dim < 1 || time_dim < 1) throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
   if (neighbors < 1) throw ParamError("--neighbors must be at least 1");
+  if (neighbors_before != "event" && neighbors_before != "batch")
+    throw ParamError("unknown --neighbors-before '" + neighbors_before + "' (expected event or batch)");
   if (batch_size < 1) throw ParamError("--batch-size must be at least 1");
   if (epochs < 1) throw ParamError("--epochs must be at least 1");
   if (!(lr > 0)) throw ParamError("--lr must be positive");
@@ -204,8 +208,14 @@ class Tgn {
       qn_[std::size_t(B + i)] = s_.dst[ids[std::size_t(lo + i)]];
       qn_[std::size_t(2 * B + i)] = neg[std::size_t(lo + i)];
     }
-    std::vector<EdgeId> limits(std::size_t(Q), ids[0]);
-    sampler.sample_before(qn_.data(), limits.data(), Q, nb_);
+    if (o_.neighbors_before == "event") {  // strictly before each event's own time
+      qtime_.resize(std::size_t(Q));
+      for (std::int64_t i = 0; i < Q; ++i) qtime_[std::size_t(i)] = s_.time[ids[std::size_t(lo + i % B)]];
+      sampler.sample(qn_.data(), qtime_.data(), Q, nb_);
+    } else {  // before the batch
+      std::vector<EdgeId> limits(std::size_t(Q), ids[0]);
+      sampler.sample_before(qn_.data(), limits.data(), Q, nb_);
+    }
     // All time encodings in one pass: [0 for queries | Δt of neighbours | Δt of messages].
     std::vector<double> dts(std::size_t(Q + Q * k + np), 0.0);
     for (std::int64_t i = 0; i < Q; ++i)
@@ -424,6 +434,7 @@ class Tgn {
       dslots_, dh_, dphi_, dmnew_, dx_, dprev_;
   std::vector<std::int32_t> slot_node_, urow_;  // slot -> distinct-neighbour row; node -> that row (-1)
   std::vector<NodeId> uniq_;                     // the batch's distinct neighbours
+  std::vector<double> qtime_;                    // each query's event time
   std::vector<float> grads_;  // all gradients in one buffer for the all-reduce
   std::vector<NodeId> qn_;
   NeighborBatch nb_;

@@ -39,11 +39,60 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
   EXPECT_LT(tgn_gradient_check(ds, o, 4), 3e-2);
 }
 
-// A batch's predictions depend only on earlier batches: changing other events of the batch, or
-// any later event, leaves every other prediction of the batch bit for bit the same; changing an
-// event of the previous batch does not (so the test can tell).
+// A stream where 3 events share each timestamp (ties inside batches), for the leakage tests.
+struct TieStream {
+  std::int64_t nodes = 30, events = 200;
+  std::vector<NodeId> src, dst;
+  std::vector<double> time;
+  TieStream() {
+    for (std::int64_t e = 0; e < events; ++e) {
+      src.push_back(NodeId((e * 7) % nodes));
+      dst.push_back(NodeId((e * 11 + 3) % nodes));
+      time.push_back(double(e / 3));
+    }
+  }
+  // Events from `first` on rewired.
+  void rewire(std::int64_t first) {
+    for (std::int64_t e = first; e < events; ++e) {
+      src[std::size_t(e)] = NodeId((e * 13 + 1) % nodes);
+      dst[std::size_t(e)] = NodeId((e * 5 + 2) % nodes);
+    }
+  }
+};
+
+// TGN's protocol (the default): an event sees the events strictly before its own time, earlier
+// events of its batch included, never itself, a tie or anything later. Rewiring event 110 and
+// every later one leaves the scores of batch events 100..109 (times up to 110's) bit for bit the
+// same, and changes some later event's score (so the test can tell).
+TEST(Tgn, AnEventSeesOnlyEventsStrictlyBeforeItsTime) {
+  TgnOptions o;
+  o.memory_dim = 8;
+  o.embed_dim = 8;
+  o.time_dim = 8;
+  o.neighbors = 4;
+  o.batch_size = 20;
+  o.lr = 1e-2f;
+  const std::int64_t batch = 5;
+  TieStream base_stream;
+  const std::vector<float> base =
+      tgn_batch_scores(base_stream.nodes, base_stream.src, base_stream.dst, base_stream.time, o, batch);
+  ASSERT_EQ(base.size(), 20u);
+  TieStream later = base_stream;
+  later.rewire(batch * 20 + 10);
+  ASSERT_EQ(later.time[109], later.time[110]);  // a tie: 109 must not see 110 either
+  const std::vector<float> other = tgn_batch_scores(later.nodes, later.src, later.dst, later.time, o, batch);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
+  bool later_changed = false;
+  for (std::size_t i = 11; i < base.size(); ++i) later_changed = later_changed || base[i] != other[i];
+  EXPECT_TRUE(later_changed) << "events after 110 should see it as a neighbour";
+}
+
+// With --neighbors-before batch a batch's predictions depend only on earlier batches: changing
+// other events of the batch, or any later event, leaves every other prediction of the batch bit
+// for bit the same; changing an event of the previous batch does not (so the test can tell).
 TEST(Tgn, ABatchNeverSeesItsOwnEvents) {
   TgnOptions o;
+  o.neighbors_before = "batch";
   o.memory_dim = 8;
   o.embed_dim = 8;
   o.time_dim = 8;

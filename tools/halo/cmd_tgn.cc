@@ -23,6 +23,9 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str();
   cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str();
   cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")->capture_default_str();
+  cmd->add_option("--neighbors-before", o->neighbors_before,
+                  "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
+      ->capture_default_str();
   cmd->add_option("--batch-size", o->batch_size, "Events per batch")->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
   cmd->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str();

@@ -1,6 +1,8 @@
 // TGN layers: time encoding and GRU cell, forward and explicit backward.
 #include "halo/gnn/temporal/layers.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -37,51 +39,58 @@ TimeEncoder::TimeEncoder(std::int64_t dim) : dim_(dim), w_(zero_param(1, dim)), 
     w_.value.at(0, k) = float(std::pow(10.0, -9.0 * double(k) / double(std::max<std::int64_t>(1, dim - 1))));
 }
 
-void cos_sin(double x, float& c, float& s) {
-  const double k = std::nearbyint(x * 0.63661977236758134308);  // 2/π
-  // x - k π/2 with π/2 in two parts (Cody-Waite): each fma rounds once, near |r| <= π/4.
-  const double r = std::fma(-k, 6.123233995736766036e-17, std::fma(-k, 1.5707963267948965580, x));
-  const double r2 = r * r;
-  const double sr =
-      r * (1 + r2 * (-1 / 6. + r2 * (1 / 120. + r2 * (-1 / 5040. + r2 * (1 / 362880. + r2 * (-1 / 39916800. + r2 / 6227020800.))))));
-  const double cr =
-      1 + r2 * (-0.5 + r2 * (1 / 24. + r2 * (-1 / 720. + r2 * (1 / 40320. + r2 * (-1 / 3628800. + r2 / 479001600.)))));
-  const double q = k - 4.0 * std::floor(k * 0.25);  // quadrant 0..3, exactly
-  const bool swap = q == 1.0 || q == 3.0;
-  const double cc = swap ? sr : cr, ss = swap ? cr : sr;
-  c = float(q == 1.0 || q == 2.0 ? -cc : cc);
-  s = float(q >= 2.0 ? -ss : ss);
-}
-
 void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
   dt_.assign(dt, dt + n);
   out.resize(n, dim_);
   sin_.resize(std::size_t(n * dim_));
-  const float* w = w_.value.data();
-  const float* b = b_.value.data();
-#pragma omp parallel for schedule(static) if (n * dim_ > 4096)
+  const std::int64_t dim = dim_;
+  std::vector<double> w(static_cast<std::size_t>(dim)), b(static_cast<std::size_t>(dim));
+  for (std::int64_t k = 0; k < dim; ++k) {
+    w[std::size_t(k)] = double(w_.value.data()[k]);
+    b[std::size_t(k)] = double(b_.value.data()[k]);
+  }
+  const double* wd = w.data();
+  const double* bd = b.data();
+  float* out_data = out.data();
+  float* sin_data = sin_.data();
+#pragma omp parallel for schedule(static) firstprivate(wd, bd, out_data, sin_data, dim) if (n * dim > 4096)
   for (std::int64_t i = 0; i < n; ++i) {
-    float* o = out.data() + i * dim_;
-    float* si = sin_.data() + i * dim_;
+    float* o = out_data + i * dim;
+    float* si = sin_data + i * dim;
     const double d = dt[i];
 #pragma omp simd
-    for (std::int64_t k = 0; k < dim_; ++k) cos_sin(double(w[k]) * d + double(b[k]), o[k], si[k]);
+    for (std::int64_t k = 0; k < dim; ++k) cos_sin(wd[k] * d + bd[k], o[k], si[k]);
   }
 }
 
 void TimeEncoder::backward(const Matrix& dout) {
-  const std::int64_t n = std::int64_t(dt_.size());
-#pragma omp parallel for schedule(static) if (n * dim_ > 4096)
-  for (std::int64_t k = 0; k < dim_; ++k) {
-    double gw = 0, gb = 0;
+  // Row-major sweeps with one accumulator row per thread, added in thread order (deterministic
+  // at a fixed thread count); a column-by-column sweep strided through the whole matrix.
+  const std::int64_t n = std::int64_t(dt_.size()), d = dim_;
+  const int threads = n * d > 4096 ? omp_get_max_threads() : 1;
+  std::vector<double> acc(static_cast<std::size_t>(2 * d * threads), 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    double* gw = acc.data() + 2 * d * t;
+    double* gb = gw + d;
+#pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
-      const double s = -double(sin_[std::size_t(i * dim_ + k)]) * double(dout.at(i, k));
-      gw += s * dt_[std::size_t(i)];
-      gb += s;
+      const float* si = sin_.data() + i * d;
+      const float* g = dout.data() + i * d;
+      const double dt = dt_[std::size_t(i)];
+      for (std::int64_t k = 0; k < d; ++k) {
+        const double s = -double(si[k]) * double(g[k]);
+        gw[k] += s * dt;
+        gb[k] += s;
+      }
     }
-    w_.grad.at(0, k) += float(gw);
-    b_.grad.at(0, k) += float(gb);
   }
+  for (int t = 0; t < threads; ++t)
+    for (std::int64_t k = 0; k < d; ++k) {
+      w_.grad.at(0, k) += float(acc[std::size_t(2 * d * t + k)]);
+      b_.grad.at(0, k) += float(acc[std::size_t(2 * d * t + d + k)]);
+    }
 }
 
 GruCell::GruCell(std::int64_t in, std::int64_t hidden, std::uint64_t seed, std::uint64_t stream)

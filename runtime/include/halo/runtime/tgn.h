@@ -20,6 +20,11 @@ struct TgnOptions {
   std::string model = "tgn";  // tgn | edgebank
   std::int64_t memory_dim = 100, embed_dim = 100, time_dim = 100;
   int neighbors = 10, heads = 2;
+  // Which earlier events the attention may see: "event" (TGN's protocol: events strictly before
+  // each event's own time, so earlier events of the same batch count) or "batch" (only events
+  // before the batch: a batch's own events never change its predictions). The memory is
+  // updated per batch either way.
+  std::string neighbors_before = "event";
   std::int64_t batch_size = 200;
   int epochs = 10;
   float lr = 1e-4f;   // TGN's default
