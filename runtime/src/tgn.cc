@@ -48,6 +48,7 @@ void TgnOptions::check() const {
   if (!(lr > 0)) throw ParamError("--lr must be positive");
   if (patience < 1) throw ParamError("--patience must be at least 1");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
+  if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
   if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
 }
 
@@ -57,7 +58,7 @@ json TgnSummary::to_json() const {
           {"test_inductive_ap", test_inductive_ap}, {"test_inductive_auc", test_inductive_auc},
           {"test_ap_pooled", test_ap_pooled}, {"test_inductive_ap_pooled", test_inductive_ap_pooled},
           {"best_epoch", best_epoch},   {"events_per_s", events_per_s},
-          {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}};
+          {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}, {"test_mrr", test_mrr}};
 }
 
 namespace {
@@ -86,6 +87,9 @@ struct Scores {
   std::int64_t batch = 200;
   std::vector<float> s, si;
   std::vector<std::int32_t> y, yi;
+  double rr_sum = 0;  // reciprocal ranks (MRR against N negatives), over all events
+  std::int64_t rr_count = 0;
+  double mrr() const { return rr_count ? rr_sum / double(rr_count) : 0.0; }
   void add(float pos, float neg, bool inductive) {
     s.insert(s.end(), {pos, neg});
     y.insert(y.end(), {1, 0});
@@ -189,11 +193,16 @@ class Tgn {
   // gradients are summed across ranks before one identical Adam step, and every rank stores all
   // of the batch's messages, so the replicas never diverge and no memory rows need to travel.
   // Scores are written for the slice only; the returned loss is the whole batch's.
+  // neg holds N negatives per event (event-major: neg[e * N + j]); negative scores come out
+  // negative-major (score of negative j of slice event i at j * B + i). Training takes N = 1.
   double batch(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids, const std::vector<NodeId>& neg,
                std::int64_t step, std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
-    const std::int64_t all = std::int64_t(ids.size()), lo = slice_begin(all), B = slice_size(all), Q = 3 * B;
+    const std::int64_t all = std::int64_t(ids.size()), lo = slice_begin(all), B = slice_size(all);
+    const std::int64_t N = all ? std::int64_t(neg.size()) / all : 1, Q = (2 + N) * B;
     const int k = sampler.k();
     const bool train = step != 0;
+    if (std::int64_t(neg.size()) != N * all || (train && N != 1))
+      throw std::logic_error("tgn: negatives must be N per event, and 1 when training");
     // 1. Memory of the nodes with stored messages, through the GRU. Only the batch's nodes are
     // touched (the pending list, not a scan of every node's flag), so a batch costs the same on
     // a million-node stream as on a small one; ascending ids keep the rows in a fixed order.
@@ -206,7 +215,7 @@ class Tgn {
     for (std::int64_t i = 0; i < B; ++i) {
       qn_[std::size_t(i)] = s_.src[ids[std::size_t(lo + i)]];
       qn_[std::size_t(B + i)] = s_.dst[ids[std::size_t(lo + i)]];
-      qn_[std::size_t(2 * B + i)] = neg[std::size_t(lo + i)];
+      for (std::int64_t j = 0; j < N; ++j) qn_[std::size_t(2 * B + j * B + i)] = neg[std::size_t((lo + i) * N + j)];
     }
     if (o_.neighbors_before == "event") {  // strictly before each event's own time
       qtime_.resize(std::size_t(Q));
@@ -290,16 +299,20 @@ class Tgn {
     attn_.forward(be, q.view(), kvin, k, h.view(), z);
     // 3. Link scores.
     Matrix &pair = pair_, &hid = hid_, &logit = logit_;
-    pair.resize(2 * B, 2 * dz_);
-    logit.resize(2 * B, 1);
+    const std::int64_t pairs = (1 + N) * B;  // (src, dst) then (src, negative j) for each j
+    pair.resize(pairs, 2 * dz_);
+    logit.resize(pairs, 1);
 #pragma omp parallel for schedule(static) if (B > 64)
     for (std::int64_t i = 0; i < B; ++i) {
       std::copy_n(z.data() + i * dz_, dz_, pair.data() + i * 2 * dz_);
       std::copy_n(z.data() + (B + i) * dz_, dz_, pair.data() + i * 2 * dz_ + dz_);
-      std::copy_n(z.data() + i * dz_, dz_, pair.data() + (B + i) * 2 * dz_);
-      std::copy_n(z.data() + (2 * B + i) * dz_, dz_, pair.data() + (B + i) * 2 * dz_ + dz_);
+      for (std::int64_t j = 0; j < N; ++j) {
+        const std::int64_t row = (1 + j) * B + i;
+        std::copy_n(z.data() + i * dz_, dz_, pair.data() + row * 2 * dz_);
+        std::copy_n(z.data() + (2 * B + j * B + i) * dz_, dz_, pair.data() + row * 2 * dz_ + dz_);
+      }
     }
-    hid.resize(2 * B, dz_);
+    hid.resize(pairs, dz_);
     be.gemm(false, false, 1.f, pair.view(), w1_.value.view(), 0.f, hid.view());
     be.add_bias(hid.view(), b1_.value.data());
     be.relu(hid.view());
@@ -307,8 +320,8 @@ class Tgn {
     be.add_bias(logit.view(), b2_.value.data());
     double loss = 0;
     Matrix& dlogit = dlogit_;
-    dlogit.resize(2 * B, 1);
-    for (std::int64_t i = 0; i < 2 * B; ++i) {
+    dlogit.resize(pairs, 1);
+    for (std::int64_t i = 0; i < pairs; ++i) {
       const double x = logit.data()[i], y = i < B ? 1.0 : 0.0;
       loss += (std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y) / double(all);
       const double sg = 1.0 / (1.0 + std::exp(-x));
@@ -488,6 +501,7 @@ std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_
 struct Scored {
   std::int64_t event;
   float pos, neg;
+  float rr;  // reciprocal rank of the positive among the MRR negatives (0 when none)
 };
 
 // Every rank's scored events, in event order, on every rank (total: how many there are).
@@ -660,18 +674,39 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
     // Validation then test, the memory carried on from training.
     full_sampler.reset();
     auto evaluate = [&](std::int64_t begin, std::int64_t end) {
+      // One negative per event for AP and AUC; with --eval-negatives N, N of them (the first is
+      // the same) for the positive's reciprocal rank.
+      const std::int64_t nneg = std::max<std::int64_t>(1, opt.eval_negatives);
       std::vector<Scored> mine;
       for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
         const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
+        std::vector<NodeId> neg;
+        neg.reserve(ids.size() * std::size_t(nneg));
+        for (std::int64_t e : ids)
+          for (std::int64_t j = 0; j < nneg; ++j) neg.push_back(negative(kEvalNegatives, std::uint64_t(j), e, s.nodes));
         std::vector<float> p, n;
-        model.batch(be, full_sampler, ids, negatives(ids, kEvalNegatives, 0, s.nodes), 0, &p, &n);
-        const std::int64_t lo = model.slice_begin(std::int64_t(ids.size()));
-        for (std::size_t i = 0; i < p.size(); ++i) mine.push_back({ids[std::size_t(lo) + i], p[i], n[i]});
+        model.batch(be, full_sampler, ids, neg, 0, &p, &n);
+        const std::int64_t lo = model.slice_begin(std::int64_t(ids.size())), bs = std::int64_t(p.size());
+        for (std::int64_t i = 0; i < bs; ++i) {
+          float rr = 0;
+          if (opt.eval_negatives > 0) {  // rank = 1 + #(higher) + #(tied) / 2, as TGB does
+            double above = 0;
+            for (std::int64_t j = 0; j < nneg; ++j) {
+              const float v = n[std::size_t(j * bs + i)];
+              above += v > p[std::size_t(i)] ? 1.0 : v == p[std::size_t(i)] ? 0.5 : 0.0;
+            }
+            rr = float(1.0 / (1.0 + above));
+          }
+          mine.push_back({ids[std::size_t(lo + i)], p[std::size_t(i)], n[std::size_t(i)], rr});
+        }
       }
       Scores sc;
       sc.batch = opt.batch_size;
-      for (const Scored& e : all_scored(comm, std::move(mine), end - begin))
+      for (const Scored& e : all_scored(comm, std::move(mine), end - begin)) {
         sc.add(e.pos, e.neg, split.inductive[std::size_t(e.event)] != 0);
+        sc.rr_sum += e.rr;
+        ++sc.rr_count;
+      }
       return sc;
     };
     const Scores val = evaluate(split.train_end, split.valid_end);
@@ -685,12 +720,21 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
                 {"test_inductive_ap", test.ap_ind()},
                 {"test_ap_pooled", test.ap_pooled()},
                 {"epoch_time_s", secs},     {"events_per_s", speeds.back()}};
+    if (opt.eval_negatives > 0) {
+      rec["valid_mrr"] = val.mrr();
+      rec["test_mrr"] = test.mrr();
+    }
     if (log) log << rec.dump() << "\n";
     if (lead && !opt.quiet) {
       char line[256];
-      std::snprintf(line, sizeof line,
-                    "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)  %.0f events/s\n", epoch,
-                    rec["loss"].get<double>(), vap, val.auc(), val.ap_ind(), speeds.back());
+      std::snprintf(line, sizeof line, "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)", epoch,
+                    rec["loss"].get<double>(), vap, val.auc(), val.ap_ind());
+      out << line;
+      if (opt.eval_negatives > 0) {
+        std::snprintf(line, sizeof line, " MRR %.4f (%lld negatives)", val.mrr(), (long long)opt.eval_negatives);
+        out << line;
+      }
+      std::snprintf(line, sizeof line, "  %.0f events/s\n", speeds.back());
       out << line << std::flush;
     }
     if (vap > best_val) {
@@ -699,6 +743,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
       sum.best_epoch = epoch;
       sum.valid_ap = vap;
       set_test(sum, test);
+      sum.test_mrr = test.mrr();
     } else if (++since_best >= opt.patience) {
       break;
     }

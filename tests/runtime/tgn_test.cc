@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "../test_util.h"
 #include "halo/graph/formats.h"
@@ -124,6 +125,31 @@ TEST(Tgn, ABatchNeverSeesItsOwnEvents) {
   bool changed = false;
   for (std::size_t i = 0; i < base.size(); ++i) changed = changed || base[i] != earlier[i];
   EXPECT_TRUE(changed);
+}
+
+// MRR against N negatives: the first negative is the AP negative, so AP and AUC do not move;
+// the reciprocal ranks lie in [1/(N+1), 1] and a trained model ranks the positive first more
+// often than chance (chance: the mean of 1/r over r = 1..N+1).
+TEST(Tgn, EvalNegativesAddMrrWithoutChangingAp) {
+  TempDir t;
+  const auto ds = uci_prefix(t, 2000);
+  TgnOptions o;
+  o.memory_dim = o.embed_dim = o.time_dim = 32;
+  o.epochs = 2;
+  o.quiet = true;
+  o.lr = 1e-3f;
+  std::ostringstream sink;
+  const TgnSummary plain = train_tgn(ds, o, sink);
+  o.eval_negatives = 9;
+  const TgnSummary ranked = train_tgn(ds, o, sink);
+  EXPECT_EQ(plain.test_ap, ranked.test_ap);
+  EXPECT_EQ(plain.test_auc, ranked.test_auc);
+  EXPECT_EQ(plain.test_mrr, 0.0);
+  double chance = 0;
+  for (int r = 1; r <= 10; ++r) chance += 1.0 / r / 10.0;
+  EXPECT_GE(ranked.test_mrr, 0.1);
+  EXPECT_LE(ranked.test_mrr, 1.0);
+  EXPECT_GT(ranked.test_mrr, chance + 0.1) << "chance " << chance;
 }
 
 }  // namespace

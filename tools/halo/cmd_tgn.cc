@@ -38,6 +38,9 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--max-train-events", o->max_train_events,
                   "Train on at most this many events per epoch (0 = all; throughput runs)")
       ->capture_default_str();
+  cmd->add_option("--eval-negatives", o->eval_negatives,
+                  "Also rank each evaluation event against N uniform negatives and report MRR (0 = off)")
+      ->capture_default_str();
   cmd->add_flag("--skip-eval", o->skip_eval, "No validation or test pass (throughput runs; no AP is reported)");
   cmd->add_option("--log", *log, "JSON-lines log");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
@@ -56,6 +59,7 @@ Action add_tgn(CLI::App& app) {
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",
         o->model.c_str(), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc, s.test_ap_pooled,
         s.test_inductive_ap_pooled, s.best_epoch, s.events_per_s);
+    if (o->eval_negatives > 0) std::printf("%s: test MRR %.4f against %lld negatives\n", o->model.c_str(), s.test_mrr, (long long)o->eval_negatives);
     print_footer("tgn train", clock.seconds());
     return 0;
   };

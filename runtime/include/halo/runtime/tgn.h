@@ -34,6 +34,8 @@ struct TgnOptions {
   int threads = 0;
   // Throughput runs: train on at most this many events per epoch (0 = all) and skip evaluation.
   std::int64_t max_train_events = 0;
+  // Evaluation also ranks each positive against this many uniform negatives (MRR; 0 = off).
+  std::int64_t eval_negatives = 0;
   bool skip_eval = false;
   std::filesystem::path log;  // JSON lines
   bool quiet = false;
@@ -45,6 +47,7 @@ struct TgnSummary {
   // use); *_pooled: over all events at once.
   double valid_ap = 0, test_ap = 0, test_auc = 0, test_inductive_ap = 0, test_inductive_auc = 0;
   double test_ap_pooled = 0, test_inductive_ap_pooled = 0;
+  double test_mrr = 0;  // with eval_negatives > 0
   int best_epoch = 0;
   double events_per_s = 0;  // training events per second (median epoch)
   double peak_rss_mb = 0;   // the largest peak resident memory over the ranks
