@@ -31,6 +31,7 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
+#include "halo/graph/staging.h"
 #include "halo/runtime/comm.h"
 
 namespace halo {
@@ -528,6 +529,124 @@ void set_test(TgnSummary& sum, const Scores& test) {
   sum.test_inductive_ap_pooled = test.ap_ind_pooled();
 }
 
+// Where a run stands at an epoch boundary: all a checkpoint needs, because the memory, the
+// messages and the samplers restart with every epoch.
+struct TgnRunState {
+  int epoch = 0;
+  std::int64_t step = 0;
+  double best_val = -1;
+  int since_best = 0;
+  std::vector<double> speeds;
+  TgnSummary sum;
+};
+
+// The options a checkpoint must have been made with to be resumed.
+json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
+  return {{"model", o.model},           {"memory_dim", o.memory_dim}, {"embed_dim", o.embed_dim},
+          {"time_dim", o.time_dim},     {"neighbors", o.neighbors},   {"neighbors_before", o.neighbors_before},
+          {"batch_size", o.batch_size}, {"lr", o.lr},                 {"seed", o.seed},
+          {"learn_time_frequencies", o.learn_time_frequencies},       {"max_train_events", o.max_train_events},
+          {"events", s.events},         {"nodes", s.nodes}};
+}
+
+std::vector<int> tgn_checkpoint_epochs(const fs::path& dir) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
+    try {
+      out.push_back(std::stoi(n.substr(6)));
+    } catch (const std::logic_error&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Rank 0 writes DIR/epoch-E (staged and renamed: a crash leaves the previous epoch intact), then
+// removes older epochs. The replicas are identical, so one copy serves every rank.
+void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vector<Param*>& params,
+                         const TgnRunState& st, const json& key) {
+  if (comm.rank() == 0) {
+    fs::create_directories(dir);
+    StagingDir stage(dir / ("epoch-" + std::to_string(st.epoch)), /*overwrite=*/true);
+    ArrayDir a(stage.path());
+    for (Param* p : params) {
+      a.put(p->name + ".value", p->value.storage());
+      a.put(p->name + ".m", p->m.storage());
+      a.put(p->name + ".v", p->v.storage());
+    }
+    a.put("speeds", st.speeds);
+    json meta = {{"key", key},
+                 {"epoch", st.epoch},
+                 {"step", st.step},
+                 {"best_val", st.best_val},
+                 {"since_best", st.since_best},
+                 {"summary", st.sum.to_json()}};
+    a.write_meta(std::move(meta), "halo-tgn-checkpoint", 1);
+    stage.commit();
+    for (int e : tgn_checkpoint_epochs(dir))
+      if (e < st.epoch) fs::remove_all(dir / ("epoch-" + std::to_string(e)));
+  }
+  comm.barrier();
+}
+
+// Rank 0 reads the newest epoch in dir and every rank receives it. False when there is none.
+bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vector<Param*>& params,
+                         TgnRunState& st, const json& key) {
+  std::vector<float> flat;
+  std::string meta_text;
+  if (comm.rank() == 0) {
+    const std::vector<int> epochs = tgn_checkpoint_epochs(dir);
+    if (!epochs.empty()) {
+      const fs::path e = dir / ("epoch-" + std::to_string(epochs.back()));
+      json meta = read_meta(e, "halo-tgn-checkpoint", 1);
+      if (meta.at("key") != key)
+        throw ParamError(e.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
+                         "); resume with the same options or use a new checkpoint directory");
+      for (Param* p : params)
+        for (const char* part : {".value", ".m", ".v"}) {
+          const Array<float> a = map_listed<float>(e, meta, p->name + part, {}, std::uint64_t(p->value.size()), 1);
+          flat.insert(flat.end(), a.begin(), a.end());
+        }
+      const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);
+      meta["speeds"] = std::vector<double>(sp.begin(), sp.end());
+      meta_text = meta.dump();
+    }
+  }
+  std::int64_t sizes[2] = {std::int64_t(flat.size()), std::int64_t(meta_text.size())};
+  comm.broadcast(sizes, sizeof sizes, 0);
+  if (sizes[1] == 0) return false;
+  flat.resize(std::size_t(sizes[0]));
+  meta_text.resize(std::size_t(sizes[1]));
+  comm.broadcast(flat.data(), flat.size() * sizeof(float), 0);
+  comm.broadcast(meta_text.data(), meta_text.size(), 0);
+  std::size_t at = 0;
+  for (Param* p : params)
+    for (Matrix* m : {&p->value, &p->m, &p->v}) {
+      std::copy_n(flat.data() + at, m->size(), m->data());
+      at += std::size_t(m->size());
+    }
+  const json meta = json::parse(meta_text);
+  st.epoch = meta.at("epoch");
+  st.step = meta.at("step");
+  st.best_val = meta.at("best_val");
+  st.since_best = meta.at("since_best");
+  st.speeds = meta.at("speeds").get<std::vector<double>>();
+  const json& j = meta.at("summary");
+  st.sum.valid_ap = j.at("valid_ap");
+  st.sum.test_ap = j.at("test_ap");
+  st.sum.test_auc = j.at("test_auc");
+  st.sum.test_inductive_ap = j.at("test_inductive_ap");
+  st.sum.test_inductive_auc = j.at("test_inductive_auc");
+  st.sum.test_ap_pooled = j.at("test_ap_pooled");
+  st.sum.test_inductive_ap_pooled = j.at("test_inductive_ap_pooled");
+  st.sum.test_mrr = j.at("test_mrr");
+  st.sum.best_epoch = j.at("best_epoch");
+  return true;
+}
+
 }  // namespace
 
 std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
@@ -582,14 +701,18 @@ double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::i
     const Matrix grad = p->grad;
     for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 7)) {
       float& w = p->value.data()[i];
-      const float saved = w, h = 2e-4f;  // small: ReLUs in the merger and predictor have kinks
+      // h = 1e-3 keeps the float forward's rounding (~1e-7 of the loss) well under the
+      // difference; smaller steps drowned gradients of 1e-4 in noise.
+      const float saved = w, h = 1e-3f;
       w = saved + h;
       const double up = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
       w = saved - h;
       const double down = model.batch(be, sampler, ids, neg, -1, &ps, &ns);
       w = saved;
       const double numeric = (up - down) / (2.0 * h);
-      const double err = std::abs(double(grad.data()[i]) - numeric) / (5e-3 + std::abs(numeric));
+      // Relative, with a floor of 1e-4: the memory path's gradients (GRU weights) are ~1e-3 on a
+      // batch of 8; a floor of 5e-3 once let every one of them pass unchecked.
+      const double err = std::abs(double(grad.data()[i]) - numeric) / (1e-4 + std::abs(numeric));
       if (std::getenv("HALO_DEBUG_GRADCHECK") && err > 1e-2)
         std::fprintf(stderr, "%s[%lld]: analytic %g numeric %g\n", p->name.c_str(), (long long)i,
                      double(grad.data()[i]), numeric);
@@ -612,7 +735,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   std::ofstream log;
   if (lead && !opt.log.empty()) {
-    log.open(opt.log);
+    log.open(opt.log, opt.resume ? std::ios::app : std::ios::trunc);
     if (!log) throw_system(opt.log, "cannot open log");
   }
   TgnSummary sum;
@@ -640,11 +763,26 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   Backend& be = cpu_backend();
   Tgn model(s, opt, &comm);
-  std::int64_t step = 0;
-  double best_val = -1;
-  int since_best = 0;
-  std::vector<double> speeds;
-  for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+  TgnRunState st;
+  const json key = tgn_checkpoint_key(opt, s);
+  if (opt.resume) {
+    if (opt.checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
+    if (load_tgn_checkpoint(comm, opt.checkpoint, model.params(), st, key) && lead && !opt.quiet)
+      out << "resumed after epoch " << st.epoch << "\n";
+  }
+  std::int64_t& step = st.step;
+  double& best_val = st.best_val;
+  int& since_best = st.since_best;
+  std::vector<double>& speeds = st.speeds;
+  sum = st.sum;
+  // Saved after every epoch (and before an early stop, so a resumed run stops too).
+  auto checkpoint = [&](int epoch) {
+    if (opt.checkpoint.empty()) return;
+    st.epoch = epoch;
+    st.sum = sum;
+    save_tgn_checkpoint(comm, opt.checkpoint, model.params(), st, key);
+  };
+  for (int epoch = st.epoch + 1; epoch <= opt.epochs && since_best < opt.patience; ++epoch) {
     model.reset();
     train_sampler.reset();
     Stopwatch clock;
@@ -663,6 +801,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
       json rec = {{"type", "epoch"}, {"epoch", epoch}, {"loss", loss / double(std::max<std::int64_t>(1, batches))},
                   {"epoch_time_s", secs}, {"events_per_s", speeds.back()}};
       if (log) log << rec.dump() << "\n";
+      checkpoint(epoch);
       if (lead && !opt.quiet) {
         char line[160];
         std::snprintf(line, sizeof line, "epoch %3d  loss %.4f  %.0f events/s (no evaluation)\n", epoch,
@@ -744,12 +883,13 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& opt, std::ostrea
       sum.valid_ap = vap;
       set_test(sum, test);
       sum.test_mrr = test.mrr();
-    } else if (++since_best >= opt.patience) {
-      break;
+    } else {
+      ++since_best;
     }
+    checkpoint(epoch);
   }
   std::sort(speeds.begin(), speeds.end());
-  sum.events_per_s = speeds[speeds.size() / 2];
+  sum.events_per_s = speeds.empty() ? 0.0 : speeds[speeds.size() / 2];
   std::int64_t rss = std::int64_t(peak_rss_bytes());
   comm.allreduce(&rss, 1, ReduceOp::kMax);
   sum.peak_rss_mb = double(rss) / double(1 << 20);

@@ -43,9 +43,13 @@ Action add_tgn(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--skip-eval", o->skip_eval, "No validation or test pass (throughput runs; no AP is reported)");
   cmd->add_option("--log", *log, "JSON-lines log");
+  auto ck = std::make_shared<std::string>();
+  cmd->add_option("--checkpoint", *ck, "Save parameters and optimiser state here after every epoch");
+  cmd->add_flag("--resume", o->resume, "Continue from the newest epoch in --checkpoint");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
-  return [o, path, log] {
+  return [o, path, log, ck] {
     o->log = *log;
+    o->checkpoint = *ck;
     Stopwatch clock;
     const TgnSummary s = train_tgn(*path, *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it

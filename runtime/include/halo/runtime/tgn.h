@@ -38,6 +38,10 @@ struct TgnOptions {
   std::int64_t eval_negatives = 0;
   bool skip_eval = false;
   std::filesystem::path log;  // JSON lines
+  // Parameters, Adam state and the run's counters after every epoch (rank 0 writes, atomically);
+  // resume continues from the newest epoch there, bit for bit as an uninterrupted run.
+  std::filesystem::path checkpoint;
+  bool resume = false;
   bool quiet = false;
   void check() const;  // throws ParamError
 };
