@@ -40,7 +40,11 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
   o.lr = 1e-2f;
   // 20 batches of history first, so memory, messages and neighbours all carry gradient. Doubling
   // the neighbour-memory or the own-memory gradient path makes this ~1.0 (checked by mutation).
-  EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2);
+  EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "attn";
+  for (const char* e : {"identity", "time"}) {  // the other embeddings, through the same batch
+    o.embedding = e;
+    EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << e;
+  }
 }
 
 // A stream where 3 events share each timestamp (ties inside batches), for the leakage tests.

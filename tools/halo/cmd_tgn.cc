@@ -18,7 +18,10 @@ Action add_tgn(CLI::App& app) {
   tgn->require_subcommand(1);
   auto* cmd = tgn->add_subcommand("train", "Train TGN (or score EdgeBank) for link prediction on a temporal dataset");
   cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")->required();
-  cmd->add_option("--model", o->model, "tgn | edgebank (memoryless floor)")->capture_default_str();
+  cmd->add_option("--model", o->model, "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
+      ->capture_default_str();
+  cmd->add_option("--embedding", o->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
+      ->capture_default_str();
   cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str();
   cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str();
   cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str();

@@ -17,7 +17,12 @@
 namespace halo {
 
 struct TgnOptions {
-  std::string model = "tgn";  // tgn | edgebank
+  std::string model = "tgn";  // tgn | jodie (tgn with the time embedding) | edgebank
+  // How memories become embeddings: attn (TGN's temporal graph attention over neighbours),
+  // identity (the memory itself) or time (JODIE's projection: memory ⊙ (1 + w δ + b), δ the
+  // standardised time since the node's memory last changed). identity and time use the memory
+  // width as the embedding width.
+  std::string embedding = "attn";
   std::int64_t memory_dim = 100, embed_dim = 100, time_dim = 100;
   int neighbors = 10, heads = 2;
   // Which earlier events the attention may see: "event" (TGN's protocol: events strictly before
