@@ -53,6 +53,8 @@ void TgnOptions::check() const {
   if (patience < 1) throw ParamError("--patience must be at least 1");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
+  if (parallel != "exact" && parallel != "segments")
+    throw ParamError("unknown --parallel '" + parallel + "' (expected exact or segments)");
   if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
 }
 
@@ -196,11 +198,74 @@ class Tgn {
   }
 
   // This rank's share of a batch of n events: [slice_begin(n), slice_begin(n) + slice_size(n)).
+  // With independent memories (segments) every rank takes its whole batch.
   std::int64_t slice_begin(std::int64_t n) const {
-    return comm_ ? n * comm_->rank() / comm_->size() : 0;
+    return comm_ && !independent_ ? n * comm_->rank() / comm_->size() : 0;
   }
   std::int64_t slice_size(std::int64_t n) const {
-    return comm_ ? n * (comm_->rank() + 1) / comm_->size() - slice_begin(n) : n;
+    return comm_ && !independent_ ? n * (comm_->rank() + 1) / comm_->size() - slice_begin(n) : n;
+  }
+  // Independent memories: each rank trains on its own batches with its own memory (the
+  // gradients are still averaged, so the parameters stay identical), and sync_state() makes
+  // every replica rank root's before the exact, sliced evaluation.
+  void set_independent(bool on) { independent_ = on; }
+
+  // Sums (exact mode) or averages (independent memories) every gradient and the loss across
+  // ranks in one all-reduce; nothing on one rank.
+  void reduce(double* loss) {
+    if (!comm_ || comm_->size() == 1) return;
+    std::int64_t n = 0;
+    for (Param* p : params()) n += p->grad.size();
+    grads_.resize(std::size_t(n + 1));
+    n = 0;
+    for (Param* p : params()) {
+      std::copy_n(p->grad.data(), p->grad.size(), grads_.data() + n);
+      n += p->grad.size();
+    }
+    grads_[std::size_t(n)] = float(*loss);
+    comm_->allreduce(grads_.data(), n + 1);
+    const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
+    n = 0;
+    for (Param* p : params()) {
+      for (std::int64_t i = 0; i < p->grad.size(); ++i) p->grad.data()[i] = grads_[std::size_t(n + i)] * scale;
+      n += p->grad.size();
+    }
+    *loss = double(grads_[std::size_t(n)]) * double(scale);
+  }
+
+  // The all-reduce and the Adam step every rank takes together.
+  void reduce_and_step(Backend& be, std::int64_t step, double* loss) {
+    reduce(loss);
+    for (Param* p : params()) {
+      AdamStep a;
+      a.lr = o_.lr;
+      a.step = step;
+      be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), a);
+    }
+  }
+
+  // A step for a rank with no batch left in its segment: zero gradients into the same
+  // all-reduce, so every rank takes the same Adam step.
+  void empty_step(Backend& be, std::int64_t step) {
+    for (Param* p : params()) p->grad.fill(0.f);
+    double loss = 0;
+    reduce_and_step(be, step, &loss);
+  }
+
+  // Every rank's memory, messages and pending list become rank root's.
+  void sync_state(int root) {
+    if (!comm_ || comm_->size() == 1) return;
+    comm_->broadcast(mem_.data(), sizeof(float) * std::size_t(mem_.size()), root);
+    comm_->broadcast(msg_self_.data(), sizeof(float) * std::size_t(msg_self_.size()), root);
+    comm_->broadcast(msg_other_.data(), sizeof(float) * std::size_t(msg_other_.size()), root);
+    comm_->broadcast(msg_e_.data(), sizeof(float) * std::size_t(msg_e_.size()), root);
+    comm_->broadcast(last_.data(), sizeof(double) * last_.size(), root);
+    comm_->broadcast(msg_time_.data(), sizeof(double) * msg_time_.size(), root);
+    comm_->broadcast(has_msg_.data(), has_msg_.size(), root);
+    std::int64_t np = std::int64_t(pending_.size());
+    comm_->broadcast(&np, sizeof np, root);
+    pending_.resize(std::size_t(np));
+    comm_->broadcast(pending_.data(), sizeof(NodeId) * pending_.size(), root);
   }
 
   // Memory, last updates and stored messages back to the start of the stream.
@@ -457,30 +522,11 @@ class Tgn {
           std::copy_n(dx.data() + p * dx.cols() + 2 * dm_ + de_, dt_, dphi.data() + (Q + Q * k + p) * dt_);
       }
       time_.backward(dphi);
-      if (comm_ && comm_->size() > 1) {  // one fused all-reduce of every gradient, and the loss
-        std::int64_t n = 0;
-        for (Param* p : params()) n += p->grad.size();
-        grads_.resize(std::size_t(n));
-        n = 0;
-        for (Param* p : params()) {
-          std::copy_n(p->grad.data(), p->grad.size(), grads_.data() + n);
-          n += p->grad.size();
-        }
-        comm_->allreduce(grads_.data(), n);
-        n = 0;
-        for (Param* p : params()) {
-          std::copy_n(grads_.data() + n, p->grad.size(), p->grad.data());
-          n += p->grad.size();
-        }
-        comm_->allreduce(&loss, 1);
+      if (step < 0) {
+        reduce(&loss);
+        return loss;
       }
-      if (step < 0) return loss;
-      for (Param* p : params()) {
-        AdamStep a;
-        a.lr = o_.lr;
-        a.step = step;
-        be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), a);
-      }
+      reduce_and_step(be, step, &loss);
     }
     // 4. Keep the updated memory; this batch's events become the stored messages.
     for (std::int64_t p = 0; p < np; ++p) {
@@ -508,6 +554,7 @@ class Tgn {
   const Stream& s_;
   const TgnOptions& o_;
   Communicator* comm_ = nullptr;
+  bool independent_ = false;
   std::int64_t dm_, dt_, de_, dz_;
   TimeEncoder time_;
   GruCell gru_;
@@ -625,7 +672,8 @@ json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
           {"time_dim", o.time_dim},     {"neighbors", o.neighbors},   {"neighbors_before", o.neighbors_before},
           {"batch_size", o.batch_size}, {"lr", o.lr},                 {"seed", o.seed},
           {"learn_time_frequencies", o.learn_time_frequencies},       {"max_train_events", o.max_train_events},
-          {"events", s.events},         {"nodes", s.nodes},         {"embedding", o.embedding}};
+          {"events", s.events},         {"nodes", s.nodes},         {"embedding", o.embedding},
+          {"parallel", o.parallel}};
 }
 
 std::vector<int> tgn_checkpoint_epochs(const fs::path& dir) {
@@ -851,6 +899,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   Backend& be = cpu_backend();
   Tgn model(s, opt, &comm);
+  const bool segments = opt.parallel == "segments" && comm.size() > 1;
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) {
@@ -877,11 +926,31 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     double loss = 0;
     std::int64_t batches = 0;
     std::vector<float> ps, ns;
-    for (std::size_t b0 = 0; b0 < train_ids.size(); b0 += std::size_t(opt.batch_size)) {
+    // The training events this rank walks through: all of them (exact: every rank takes a slice
+    // of every batch) or its own time segment (independent memories).
+    std::size_t first = 0, last = train_ids.size();
+    if (segments) {
+      first = train_ids.size() * std::size_t(comm.rank()) / std::size_t(comm.size());
+      last = train_ids.size() * std::size_t(comm.rank() + 1) / std::size_t(comm.size());
+    }
+    const std::size_t per = std::size_t(opt.batch_size);
+    std::int64_t steps = std::int64_t((last - first + per - 1) / per);
+    if (segments) comm.allreduce(&steps, 1, ReduceOp::kMax);  // every rank joins every all-reduce
+    model.set_independent(segments);
+    for (std::int64_t b = 0; b < steps; ++b) {
+      const std::size_t b0 = first + std::size_t(b) * per;
+      if (b0 >= last) {  // this rank's segment is done; the others' is not
+        model.empty_step(be, ++step);
+        continue;
+      }
       const std::vector<std::int64_t> ids(train_ids.begin() + std::ptrdiff_t(b0),
-                                          train_ids.begin() + std::ptrdiff_t(std::min(train_ids.size(), b0 + std::size_t(opt.batch_size))));
+                                          train_ids.begin() + std::ptrdiff_t(std::min(last, b0 + per)));
       loss += model.batch(be, train_sampler, ids, negatives(ids, opt.seed, std::uint64_t(epoch), s.nodes), ++step, &ps, &ns);
       ++batches;
+    }
+    if (segments) {  // evaluation continues from the memory at the end of training: the last segment's
+      model.sync_state(comm.size() - 1);
+      model.set_independent(false);
     }
     const double secs = clock.seconds();
     speeds.push_back(double(train_ids.size()) / secs);

@@ -213,6 +213,26 @@ TEST(Distributed, TgnFourRanksEqualOneProcess) {
   }
 }
 
+// DistTGL-style independent memories: 2 ranks each train on their half of the training events
+// (half the steps each) with their own memory, then evaluate together from the last segment's
+// memory. Not the same model as one process, but close in quality on this stream.
+TEST(Distributed, TgnSegmentsTrainAndEvaluateTogether) {
+  TempDir t;
+  const std::string common = " tgn train " + data("uci3k").string() + " --epochs 3 --lr 3e-4 -q --log ";
+  const Result one = shell(halo() + common + (t / "1.jsonl").string(), t / "1.out");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const Result seg = shell(mpirun(2) + halo() + common + (t / "s.jsonl").string() + " --parallel segments", t / "s.out");
+  ASSERT_EQ(seg.code, 0) << seg.out;
+  const auto ea = epochs(read_log(t / "1.jsonl")), eb = epochs(read_log(t / "s.jsonl"));
+  ASSERT_EQ(eb.size(), 3u);
+  for (const auto& [e, rb] : eb) {
+    EXPECT_TRUE(std::isfinite(rb["loss"].get<double>()));
+    EXPECT_NEAR(rb["valid_ap"].get<double>(), ea.at(e)["valid_ap"].get<double>(), 0.05) << "epoch " << e;
+  }
+  const json s = read_log(t / "s.jsonl").back();
+  EXPECT_EQ(s["ranks"], 2);
+}
+
 TEST(Distributed, BytesSentEqualThePlan) {
   TempDir t;
   // Cora: 1433 features, 7 classes. Hidden 2000 makes layer 0 aggregate first (exchange width

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: TGN training throughput (training events per second, median epoch, no evaluation)
-# for 1 rank with 2 threads and 2 ranks with 1 thread each, on the bundled UCI messages and on a
+# for 1 rank with 2 threads and 2 ranks with 1 thread each (exact, and --parallel segments), on the bundled UCI messages and on a
 # generated stream of 10 M events over 1 M nodes (memory of every node on the host; only the
 # batch's rows are touched). On the 10 M stream an epoch is capped at --max-train-events (the
 # per-event cost does not depend on how many events follow), so a run takes a minute, not hours.
@@ -40,5 +40,7 @@ PY
 printf '%-28s%12s%14s\n' run "events/s" "peak MiB"
 run uci-1rank-2threads 1 2 "$uci" --epochs 3
 run uci-2ranks-1thread 2 1 "$uci" --epochs 3
+run uci-2ranks-segments 2 1 "$uci" --epochs 3 --parallel segments
 run 10m-1rank-2threads 1 2 "$big" --epochs 1 --max-train-events "$cap"
 run 10m-2ranks-1thread 2 1 "$big" --epochs 1 --max-train-events "$cap"
+run 10m-2ranks-segments 2 1 "$big" --epochs 1 --max-train-events "$cap" --parallel segments

@@ -20,6 +20,9 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")->required();
   cmd->add_option("--model", o->model, "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
       ->capture_default_str();
+  cmd->add_option("--parallel", o->parallel,
+                  "Across ranks: exact (same model as one process) | segments (independent memories per time segment)")
+      ->capture_default_str();
   cmd->add_option("--embedding", o->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
       ->capture_default_str();
   cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str();

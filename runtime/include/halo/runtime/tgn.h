@@ -23,6 +23,11 @@ struct TgnOptions {
   // standardised time since the node's memory last changed). identity and time use the memory
   // width as the embedding width.
   std::string embedding = "attn";
+  // Across ranks: exact (every rank takes a slice of every batch against one replicated memory:
+  // the same model as one process) or segments (DistTGL-style: rank r trains on the r-th time
+  // segment of the training events with its own memory, gradients averaged; K times fewer
+  // steps per epoch, at an accuracy cost the benchmarks measure).
+  std::string parallel = "exact";
   std::int64_t memory_dim = 100, embed_dim = 100, time_dim = 100;
   int neighbors = 10, heads = 2;
   // Which earlier events the attention may see: "event" (TGN's protocol: events strictly before
