@@ -53,6 +53,8 @@ void TgnOptions::check() const {
   if (patience < 1) throw ParamError("--patience must be at least 1");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
+  if (aggregator != "last" && aggregator != "mean")
+    throw ParamError("unknown --aggregator '" + aggregator + "' (expected last or mean)");
   if (parallel != "exact" && parallel != "segments")
     throw ParamError("unknown --parallel '" + parallel + "' (expected exact or segments)");
   if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
@@ -150,6 +152,7 @@ class Tgn {
         attn_(dm_, dm_ + dt_, dm_ + de_ + dt_, dz_, o.heads, o.seed, 2),
         w1_(make(2 * dz_, dz_, "pred.w1")), b1_(make(1, dz_, "pred.b1")), w2_(make(dz_, 1, "pred.w2")),
         b2_(make(1, 1, "pred.b2")), tw_(make(1, dm_, "time_proj.w")), tb_(make(1, dm_, "time_proj.b")) {
+    mean_ = o.aggregator == "mean";
     // The time projection's gaps are standardised by the stream's own statistics of the time
     // between a source's consecutive events (as TGN's JODIE embedding does).
     std::vector<double> seen(static_cast<std::size_t>(s.nodes), -1.0);
@@ -266,6 +269,24 @@ class Tgn {
     comm_->broadcast(&np, sizeof np, root);
     pending_.resize(std::size_t(np));
     comm_->broadcast(pending_.data(), sizeof(NodeId) * pending_.size(), root);
+    comm_->broadcast(msg_count_.data(), sizeof(std::int32_t) * msg_count_.size(), root);
+    if (mean_) {  // the pending nodes' message times, flattened in pending order
+      std::vector<double> flat;
+      if (comm_->rank() == root)
+        for (NodeId v : pending_)
+          flat.insert(flat.end(), msg_times_[std::size_t(v)].begin(), msg_times_[std::size_t(v)].end());
+      std::int64_t n = std::int64_t(flat.size());
+      comm_->broadcast(&n, sizeof n, root);
+      flat.resize(std::size_t(n));
+      comm_->broadcast(flat.data(), sizeof(double) * flat.size(), root);
+      for (auto& t : msg_times_) t.clear();
+      std::size_t at = 0;
+      for (NodeId v : pending_) {
+        const std::size_t c = std::size_t(msg_count_[std::size_t(v)]);
+        msg_times_[std::size_t(v)].assign(flat.begin() + std::ptrdiff_t(at), flat.begin() + std::ptrdiff_t(at + c));
+        at += c;
+      }
+    }
   }
 
   // Memory, last updates and stored messages back to the start of the stream.
@@ -273,6 +294,8 @@ class Tgn {
     mem_ = Matrix(s_.nodes, dm_);
     last_.assign(std::size_t(s_.nodes), s_.events ? s_.time[0] : 0.0);
     has_msg_.assign(std::size_t(s_.nodes), 0);
+    msg_count_.assign(std::size_t(s_.nodes), 0);
+    msg_times_.assign(mean_ ? std::size_t(s_.nodes) : 0, {});
     pending_.clear();
     pos_.assign(std::size_t(s_.nodes), -1);
     urow_.assign(std::size_t(s_.nodes), -1);
@@ -327,13 +350,23 @@ class Tgn {
       sampler.sample_before(qn_.data(), limits.data(), Q, nb_);
     }
     // All time encodings in one pass: [0 for queries | Δt of neighbours | Δt of messages].
-    std::vector<double> dts(std::size_t(Q + Q * k + np), 0.0);
+    // A pending node's messages: one ("last") or every message since its memory last changed
+    // ("mean"), rows msg_off_[p] .. msg_off_[p + 1] of the message block.
+    msg_off_.assign(std::size_t(np + 1), 0);
+    for (std::int64_t p = 0; p < np; ++p)
+      msg_off_[std::size_t(p + 1)] = msg_off_[std::size_t(p)] + msg_count_[std::size_t(P[std::size_t(p)])];
+    const std::int64_t nm = msg_off_[std::size_t(np)], mb = Q + Q * k;  // messages, where their rows start
+    std::vector<double> dts(std::size_t(mb + nm), 0.0);
     for (std::int64_t i = 0; i < Q; ++i)
       for (int j = 0; j < k; ++j)
         if (j < nb_.count[std::size_t(i)])
           dts[std::size_t(Q + i * k + j)] = s_.time[ids[std::size_t(lo + i % B)]] - nb_.time[std::size_t(i * k + j)];
-    for (std::int64_t p = 0; p < np; ++p)
-      dts[std::size_t(Q + Q * k + p)] = msg_time_[std::size_t(P[std::size_t(p)])] - last_[std::size_t(P[std::size_t(p)])];
+    for (std::int64_t p = 0; p < np; ++p) {
+      const NodeId v = P[std::size_t(p)];
+      for (std::int64_t m = msg_off_[std::size_t(p)]; m < msg_off_[std::size_t(p + 1)]; ++m)
+        dts[std::size_t(mb + m)] = (mean_ ? msg_times_[std::size_t(v)][std::size_t(m - msg_off_[std::size_t(p)])]
+                                          : msg_time_[std::size_t(v)]) - last_[std::size_t(v)];
+    }
     time_.forward(dts.data(), std::int64_t(dts.size()), phi_);
     Matrix& xmsg = xmsg_;
     Matrix& mprev = mprev_;
@@ -343,10 +376,18 @@ class Tgn {
     for (std::int64_t p = 0; p < np; ++p) {
       const NodeId v = P[std::size_t(p)];
       float* r = xmsg.data() + p * xmsg.cols();
+      // Stored sums over the node's messages, divided by their count (1 for "last").
+      const std::int64_t m0 = msg_off_[std::size_t(p)], cnt = msg_off_[std::size_t(p + 1)] - m0;
+      const float inv = 1.f / float(cnt);
       std::copy_n(msg_self_.data() + v * dm_, dm_, r);
-      std::copy_n(msg_other_.data() + v * dm_, dm_, r + dm_);
-      if (de_) std::copy_n(msg_e_.data() + v * de_, de_, r + 2 * dm_);
-      std::copy_n(phi_.data() + (Q + Q * k + p) * dt_, dt_, r + 2 * dm_ + de_);
+      for (std::int64_t c = 0; c < dm_; ++c) r[dm_ + c] = msg_other_.data()[v * dm_ + c] * inv;
+      for (std::int64_t c = 0; c < de_; ++c) r[2 * dm_ + c] = msg_e_.data()[v * de_ + c] * inv;
+      float* rt = r + 2 * dm_ + de_;
+      std::copy_n(phi_.data() + (mb + m0) * dt_, dt_, rt);
+      for (std::int64_t m = 1; m < cnt; ++m)
+        for (std::int64_t c = 0; c < dt_; ++c) rt[c] += phi_.data()[(mb + m0 + m) * dt_ + c];
+      if (cnt > 1)
+        for (std::int64_t c = 0; c < dt_; ++c) rt[c] *= inv;
       std::copy_n(mem_.data() + v * dm_, dm_, mprev.data() + p * dm_);
     }
     if (np > 0) gru_.forward(be, xmsg.view(), mprev.view(), mnew_);
@@ -518,8 +559,12 @@ class Tgn {
       if (np > 0) {
         Matrix &dx = dx_, &dprev = dprev_;
         gru_.backward(be, dmnew.view(), dx, dprev);
-        for (std::int64_t p = 0; p < np; ++p)
-          std::copy_n(dx.data() + p * dx.cols() + 2 * dm_ + de_, dt_, dphi.data() + (Q + Q * k + p) * dt_);
+        for (std::int64_t p = 0; p < np; ++p) {
+          const std::int64_t m0 = msg_off_[std::size_t(p)], cnt = msg_off_[std::size_t(p + 1)] - m0;
+          const float* g = dx.data() + p * dx.cols() + 2 * dm_ + de_;
+          for (std::int64_t m = 0; m < cnt; ++m)
+            for (std::int64_t c = 0; c < dt_; ++c) dphi.data()[(mb + m0 + m) * dt_ + c] = g[c] / float(cnt);
+        }
       }
       time_.backward(dphi);
       if (step < 0) {
@@ -534,15 +579,27 @@ class Tgn {
       std::copy_n(mnew_.data() + p * dm_, dm_, mem_.data() + v * dm_);
       last_[std::size_t(v)] = msg_time_[std::size_t(v)];
       has_msg_[std::size_t(v)] = 0;
+      msg_count_[std::size_t(v)] = 0;
+      if (mean_) msg_times_[std::size_t(v)].clear();
       pos_[std::size_t(v)] = -1;
     }
     P.clear();
     for (std::int64_t e : ids)
       for (int side = 0; side < 2; ++side) {
         const NodeId a = side ? s_.dst[e] : s_.src[e], b = side ? s_.src[e] : s_.dst[e];
+        // "last" keeps the latest message; "mean" sums every message until the node updates.
+        const bool fresh = !mean_ || !has_msg_[std::size_t(a)];
         std::copy_n(mem_.data() + a * dm_, dm_, msg_self_.data() + a * dm_);
-        std::copy_n(mem_.data() + b * dm_, dm_, msg_other_.data() + a * dm_);
-        if (de_) std::copy_n(s_.efeat + e * de_, de_, msg_e_.data() + a * de_);
+        float* other = msg_other_.data() + a * dm_;
+        const float* mb_row = mem_.data() + b * dm_;
+        for (std::int64_t c = 0; c < dm_; ++c) other[c] = fresh ? mb_row[c] : other[c] + mb_row[c];
+        if (de_) {
+          float* ea = msg_e_.data() + a * de_;
+          const float* ef = s_.efeat + e * de_;
+          for (std::int64_t c = 0; c < de_; ++c) ea[c] = fresh ? ef[c] : ea[c] + ef[c];
+        }
+        msg_count_[std::size_t(a)] = fresh ? 1 : msg_count_[std::size_t(a)] + 1;
+        if (mean_) msg_times_[std::size_t(a)].push_back(s_.time[e]);
         msg_time_[std::size_t(a)] = s_.time[e];
         if (!has_msg_[std::size_t(a)]) pending_.push_back(a);
         has_msg_[std::size_t(a)] = 1;
@@ -566,6 +623,10 @@ class Tgn {
   Matrix mem_, msg_self_, msg_other_, msg_e_, mnew_, phi_;
   std::vector<double> last_, msg_time_;
   std::vector<std::uint8_t> has_msg_;
+  bool mean_ = false;                            // the "mean" message aggregator
+  std::vector<std::int32_t> msg_count_;          // messages stored per node since its last update
+  std::vector<std::vector<double>> msg_times_;   // "mean": each stored message's time
+  std::vector<std::int64_t> msg_off_;            // per pending node: its first message row
   std::vector<std::int32_t> pos_;  // row of a pending node in this batch's GRU, -1 otherwise
   std::vector<NodeId> pending_;    // nodes with a stored message
   // Per-batch buffers, kept so that their memory is reused rather than allocated and faulted in
@@ -673,7 +734,7 @@ json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
           {"batch_size", o.batch_size}, {"lr", o.lr},                 {"seed", o.seed},
           {"learn_time_frequencies", o.learn_time_frequencies},       {"max_train_events", o.max_train_events},
           {"events", s.events},         {"nodes", s.nodes},         {"embedding", o.embedding},
-          {"parallel", o.parallel}};
+          {"parallel", o.parallel},     {"aggregator", o.aggregator}};
 }
 
 std::vector<int> tgn_checkpoint_epochs(const fs::path& dir) {

@@ -45,6 +45,9 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
     o.embedding = e;
     EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << e;
   }
+  o.embedding = "attn";  // the mean aggregator: several messages per node, time encodings averaged
+  o.aggregator = "mean";
+  EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "mean aggregator";
 }
 
 // A stream where 3 events share each timestamp (ties inside batches), for the leakage tests.

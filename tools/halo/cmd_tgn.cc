@@ -23,6 +23,8 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--parallel", o->parallel,
                   "Across ranks: exact (same model as one process) | segments (independent memories per time segment)")
       ->capture_default_str();
+  cmd->add_option("--aggregator", o->aggregator, "last | mean: a node's messages between its memory updates")
+      ->capture_default_str();
   cmd->add_option("--embedding", o->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
       ->capture_default_str();
   cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str();

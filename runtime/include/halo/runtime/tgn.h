@@ -23,6 +23,9 @@ struct TgnOptions {
   // standardised time since the node's memory last changed). identity and time use the memory
   // width as the embedding width.
   std::string embedding = "attn";
+  // A node's messages between two of its memory updates: last (the latest wins, TGN's default)
+  // or mean (their average, time encodings included).
+  std::string aggregator = "last";
   // Across ranks: exact (every rank takes a slice of every batch against one replicated memory:
   // the same model as one process) or segments (DistTGL-style: rank r trains on the r-th time
   // segment of the training events with its own memory, gradients averaged; K times fewer
