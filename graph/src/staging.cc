@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <string>
+
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -54,6 +57,28 @@ void StagingDir::commit() {
   if (ec) throw SystemError(dir_.string() + ": cannot rename the staging directory: " + ec.message());
   committed_ = true;
   if (!old.empty()) fs::remove_all(old, ec);
+}
+
+fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
+
+std::vector<int> committed_epochs(const fs::path& dir) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
+    try {
+      out.push_back(std::stoi(n.substr(6)));
+    } catch (const std::logic_error&) {
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_epochs_before(const fs::path& dir, int epoch) {
+  for (int e : committed_epochs(dir))
+    if (e < epoch) fs::remove_all(epoch_dir(dir, e));
 }
 
 }  // namespace halo

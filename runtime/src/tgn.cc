@@ -677,11 +677,13 @@ std::vector<std::int64_t> event_range(std::int64_t first, std::int64_t last) {
   return ids;
 }
 
-std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_t seed, std::uint64_t stream,
-                              std::int64_t nodes) {
+// per_event negatives for each event (event-major), negative j from stream first + j.
+std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_t seed, std::uint64_t first,
+                              std::int64_t nodes, std::int64_t per_event = 1) {
   std::vector<NodeId> out;
-  out.reserve(ids.size());
-  for (std::int64_t e : ids) out.push_back(negative(seed, stream, e, nodes));
+  out.reserve(ids.size() * std::size_t(per_event));
+  for (std::int64_t e : ids)
+    for (std::int64_t j = 0; j < per_event; ++j) out.push_back(negative(seed, first + std::uint64_t(j), e, nodes));
   return out;
 }
 
@@ -737,28 +739,13 @@ json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
           {"parallel", o.parallel},     {"aggregator", o.aggregator}};
 }
 
-std::vector<int> tgn_checkpoint_epochs(const fs::path& dir) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
-    try {
-      out.push_back(std::stoi(n.substr(6)));
-    } catch (const std::logic_error&) {
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Rank 0 writes DIR/epoch-E (staged and renamed: a crash leaves the previous epoch intact), then
 // removes older epochs. The replicas are identical, so one copy serves every rank.
 void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vector<Param*>& params,
                          const TgnRunState& st, const json& key) {
   if (comm.rank() == 0) {
     fs::create_directories(dir);
-    StagingDir stage(dir / ("epoch-" + std::to_string(st.epoch)), /*overwrite=*/true);
+    StagingDir stage(epoch_dir(dir, st.epoch), /*overwrite=*/true);
     ArrayDir a(stage.path());
     for (Param* p : params) {
       a.put(p->name + ".value", p->value.storage());
@@ -774,8 +761,7 @@ void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
                  {"summary", st.sum.to_json()}};
     a.write_meta(std::move(meta), "halo-tgn-checkpoint", 1);
     stage.commit();
-    for (int e : tgn_checkpoint_epochs(dir))
-      if (e < st.epoch) fs::remove_all(dir / ("epoch-" + std::to_string(e)));
+    remove_epochs_before(dir, st.epoch);
   }
   comm.barrier();
 }
@@ -786,9 +772,9 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
   std::vector<float> flat;
   std::string meta_text;
   if (comm.rank() == 0) {
-    const std::vector<int> epochs = tgn_checkpoint_epochs(dir);
+    const std::vector<int> epochs = committed_epochs(dir);
     if (!epochs.empty()) {
-      const fs::path e = dir / ("epoch-" + std::to_string(epochs.back()));
+      const fs::path e = epoch_dir(dir, epochs.back());
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
       if (meta.at("key") != key)
         throw ParamError(e.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
@@ -1037,12 +1023,8 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
       std::vector<Scored> mine;
       for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
         const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
-        std::vector<NodeId> neg;
-        neg.reserve(ids.size() * std::size_t(nneg));
-        for (std::int64_t e : ids)
-          for (std::int64_t j = 0; j < nneg; ++j) neg.push_back(negative(kEvalNegatives, std::uint64_t(j), e, s.nodes));
         std::vector<float> p, n;
-        model.batch(be, full_sampler, ids, neg, 0, &p, &n);
+        model.batch(be, full_sampler, ids, negatives(ids, kEvalNegatives, 0, s.nodes, nneg), 0, &p, &n);
         const std::int64_t lo = model.slice_begin(std::int64_t(ids.size())), bs = std::int64_t(p.size());
         for (std::int64_t i = 0; i < bs; ++i) {
           float rr = 0;

@@ -219,23 +219,6 @@ fs::path rank_dir(const fs::path& ckpt, int run, int rank) {
   return ckpt / ("run-" + std::to_string(run)) / ("rank-" + std::to_string(rank));
 }
 
-std::vector<int> checkpoint_epochs(const fs::path& dir) {
-  std::vector<int> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
-    try {
-      out.push_back(std::stoi(n.substr(6)));
-    } catch (const std::logic_error&) {
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
-
 void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key) {
   StagingDir stage(dir, /*overwrite=*/true);
   ArrayDir a(stage.path());
@@ -299,7 +282,7 @@ void load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json
 
 // Resumes from the newest epoch every rank has committed; false when there is none.
 bool resume_run(Communicator& comm, const fs::path& dir, Model& model, RunState& st, const json& key) {
-  const std::vector<int> mine = checkpoint_epochs(dir);
+  const std::vector<int> mine = committed_epochs(dir);
   std::int64_t e = mine.empty() ? 0 : mine.back();
   comm.allreduce(&e, 1, ReduceOp::kMin);
   if (e == 0) return false;
@@ -315,8 +298,7 @@ bool resume_run(Communicator& comm, const fs::path& dir, Model& model, RunState&
 void commit_checkpoint(Communicator& comm, const fs::path& dir, Model& model, const RunState& st, const json& key) {
   save_checkpoint(epoch_dir(dir, st.epoch), model, st, key);
   comm.barrier();  // every rank has epoch st.epoch now: older ones may go
-  for (int e : checkpoint_epochs(dir))
-    if (e < st.epoch) fs::remove_all(epoch_dir(dir, e));
+  remove_epochs_before(dir, st.epoch);
 }
 
 [[noreturn]] void inject_fault(const TrainOptions::Fault& f) {

@@ -50,6 +50,18 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
   EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "mean aggregator";
 }
 
+// The small model both leakage tests run: batches of 20, 4 neighbours.
+TgnOptions leakage_options() {
+  TgnOptions o;
+  o.memory_dim = 8;
+  o.embed_dim = 8;
+  o.time_dim = 8;
+  o.neighbors = 4;
+  o.batch_size = 20;
+  o.lr = 1e-2f;
+  return o;
+}
+
 // A stream where 3 events share each timestamp (ties inside batches), for the leakage tests.
 struct TieStream {
   std::int64_t nodes = 30, events = 200;
@@ -61,6 +73,10 @@ struct TieStream {
       dst.push_back(NodeId((e * 11 + 3) % nodes));
       time.push_back(double(e / 3));
     }
+  }
+  // Scores of the events of batch `batch` after training on the ones before it.
+  std::vector<float> scores(const TgnOptions& o, std::int64_t batch) const {
+    return tgn_batch_scores(nodes, src, dst, time, o, batch);
   }
   // Events from `first` on rewired.
   void rewire(std::int64_t first) {
@@ -76,22 +92,14 @@ struct TieStream {
 // every later one leaves the scores of batch events 100..109 (times up to 110's) bit for bit the
 // same, and changes some later event's score (so the test can tell).
 TEST(Tgn, AnEventSeesOnlyEventsStrictlyBeforeItsTime) {
-  TgnOptions o;
-  o.memory_dim = 8;
-  o.embed_dim = 8;
-  o.time_dim = 8;
-  o.neighbors = 4;
-  o.batch_size = 20;
-  o.lr = 1e-2f;
+  const TgnOptions o = leakage_options();
   const std::int64_t batch = 5;
-  TieStream base_stream;
-  const std::vector<float> base =
-      tgn_batch_scores(base_stream.nodes, base_stream.src, base_stream.dst, base_stream.time, o, batch);
+  const std::vector<float> base = TieStream().scores(o, batch);
   ASSERT_EQ(base.size(), 20u);
-  TieStream later = base_stream;
+  TieStream later;
   later.rewire(batch * 20 + 10);
   ASSERT_EQ(later.time[109], later.time[110]);  // a tie: 109 must not see 110 either
-  const std::vector<float> other = tgn_batch_scores(later.nodes, later.src, later.dst, later.time, o, batch);
+  const std::vector<float> other = later.scores(o, batch);
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
   bool later_changed = false;
   for (std::size_t i = 11; i < base.size(); ++i) later_changed = later_changed || base[i] != other[i];
@@ -102,36 +110,21 @@ TEST(Tgn, AnEventSeesOnlyEventsStrictlyBeforeItsTime) {
 // other events of the batch, or any later event, leaves every other prediction of the batch bit
 // for bit the same; changing an event of the previous batch does not (so the test can tell).
 TEST(Tgn, ABatchNeverSeesItsOwnEvents) {
-  TgnOptions o;
+  TgnOptions o = leakage_options();
   o.neighbors_before = "batch";
-  o.memory_dim = 8;
-  o.embed_dim = 8;
-  o.time_dim = 8;
-  o.neighbors = 4;
-  o.batch_size = 20;
-  o.lr = 1e-2f;
-  const std::int64_t nodes = 30, events = 200, batch = 5;
-  std::vector<NodeId> src, dst;
-  std::vector<double> time;
-  for (std::int64_t e = 0; e < events; ++e) {
-    src.push_back(NodeId((e * 7) % nodes));
-    dst.push_back(NodeId((e * 11 + 3) % nodes));
-    time.push_back(double(e / 3));  // ties inside batches
-  }
-  const std::vector<float> base = tgn_batch_scores(nodes, src, dst, time, o, batch);
+  const std::int64_t batch = 5;
+  const TieStream stream;
+  const std::vector<float> base = stream.scores(o, batch);
   ASSERT_EQ(base.size(), 20u);
   // Rewire the batch's last event and every later one.
-  auto s2 = src, d2 = dst;
-  for (std::int64_t e = batch * 20 + 19; e < events; ++e) {
-    s2[std::size_t(e)] = NodeId((e * 13 + 1) % nodes);
-    d2[std::size_t(e)] = NodeId((e * 5 + 2) % nodes);
-  }
-  const std::vector<float> other = tgn_batch_scores(nodes, s2, d2, time, o, batch);
+  TieStream later;
+  later.rewire(batch * 20 + 19);
+  const std::vector<float> other = later.scores(o, batch);
   for (std::size_t i = 0; i + 1 < base.size(); ++i) EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
   // Control: an event of the previous batch does change them.
-  auto s3 = src;
-  s3[std::size_t(batch * 20 - 1)] = NodeId((src[std::size_t(batch * 20 - 1)] + 1) % nodes);
-  const std::vector<float> earlier = tgn_batch_scores(nodes, s3, dst, time, o, batch);
+  TieStream previous;
+  previous.src[std::size_t(batch * 20 - 1)] = NodeId((stream.src[std::size_t(batch * 20 - 1)] + 1) % stream.nodes);
+  const std::vector<float> earlier = previous.scores(o, batch);
   bool changed = false;
   for (std::size_t i = 0; i < base.size(); ++i) changed = changed || base[i] != earlier[i];
   EXPECT_TRUE(changed);

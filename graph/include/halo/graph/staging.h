@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 
 namespace halo {
 
@@ -24,5 +25,12 @@ class StagingDir {
   std::filesystem::path dir_, tmp_;
   bool committed_ = false;
 };
+
+// Checkpoint directories hold one staged subdirectory per epoch, dir/epoch-E.
+std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
+// The epochs committed in dir (their meta.json exists), ascending; none if dir does not exist.
+std::vector<int> committed_epochs(const std::filesystem::path& dir);
+// Removes every epoch directory older than `epoch`.
+void remove_epochs_before(const std::filesystem::path& dir, int epoch);
 
 }  // namespace halo
