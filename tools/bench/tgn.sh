@@ -6,6 +6,7 @@
 # per-event cost does not depend on how many events follow), so a run takes a minute, not hours.
 #
 #   tools/bench/tgn.sh [WORKDIR] [TRAIN_EVENTS_ON_10M]
+# Needs, beyond `make`: apt-get install python3-numpy (the stream generator)
 set -euo pipefail
 bin=$(realpath "${BIN:-build/bin}")
 work=${1:-/tmp/halo-bench}
@@ -16,6 +17,10 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 uci=$work/uci
 [[ -d $uci ]] || "$bin/halo" convert datasets/uci-messages/graph.txt --format konect -o "$uci" > /dev/null
 big=$work/stream-10m
+if [[ ! -d $big ]] && ! /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  echo "the 10 M-event stream generator needs Debian's python3-numpy: apt-get install python3-numpy" >&2
+  exit 2
+fi
 if [[ ! -d $big ]]; then
   /usr/bin/python3 tools/bench/tgn_stream.py "$work/stream-10m.txt" --events 10000000 --nodes 1000000
   "$bin/halo" convert "$work/stream-10m.txt" --format konect -o "$big"
