@@ -3,7 +3,6 @@
 // combined in a fixed order so results do not depend on scheduling.
 #include "cpu_backend.h"
 
-
 #include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -12,6 +11,9 @@
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "gemm_bf16.h"
+#include "halo/graph/error.h"
 
 namespace halo {
 namespace {
@@ -36,10 +38,19 @@ void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* c
 
 }  // namespace
 
+void CpuBackend::set_gemm_precision(GemmPrecision p) {
+  if (p == GemmPrecision::kTf32)
+    throw SystemError("--gemm-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
+  if (p == GemmPrecision::kBf16 && !detail::bf16_gemm_supported())
+    throw SystemError("--gemm-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use fp32");
+  precision_ = p;
+}
+
 void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
                       float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
+  if (precision_ == GemmPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
   if (k == 0) {
     if (beta == 0) fill(C, 0);
     else for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;

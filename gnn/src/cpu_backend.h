@@ -10,6 +10,9 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::kCpu; }
   const char* name() const override { return "cpu"; }
   void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
+  // fp32 (OpenBLAS) or bf16 (halo's AVX-512 BF16 kernel, where the CPU has it).
+  void set_gemm_precision(GemmPrecision p) override;
+  GemmPrecision gemm_precision() const override { return precision_; }
   void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
             const MatrixView& C) override;
   void add_bias(const MatrixView& Y, const float* b) override;
@@ -42,6 +45,9 @@ class CpuBackend final : public Backend {
   void add(const MatrixView& src, const MatrixView& dst) override;
   void copy(const MatrixView& src, const MatrixView& dst) override;
   void fill(const MatrixView& X, float v) override;
+
+ private:
+  GemmPrecision precision_ = GemmPrecision::kFp32;
 };
 
 }  // namespace halo

@@ -1,9 +1,28 @@
 // Device discovery without the CUDA backend: says so. The CUDA build defines these functions in
-// device_cuda.cu instead.
+// device_cuda.cu instead. Also the backend-independent names of the GEMM precisions.
 #include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
 
 #include "halo/graph/error.h"
+
+namespace halo {
+
+GemmPrecision parse_gemm_precision(const std::string& s) {
+  if (s == "fp32") return GemmPrecision::kFp32;
+  if (s == "tf32") return GemmPrecision::kTf32;
+  if (s == "bf16") return GemmPrecision::kBf16;
+  throw ParamError("--gemm-precision must be fp32, tf32 or bf16 (got '" + s + "')");
+}
+
+const char* to_string(GemmPrecision p) {
+  switch (p) {
+    case GemmPrecision::kTf32: return "tf32";
+    case GemmPrecision::kBf16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+}  // namespace halo
 
 #ifndef HALO_HAVE_CUDA
 namespace halo {

@@ -6,11 +6,13 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "halo/gnn/graph_op.h"
 #include "halo/gnn/metrics.h"
 #include "halo/gnn/reference.h"
+#include "halo/graph/error.h"
 
 namespace halo {
 namespace {
@@ -98,6 +100,116 @@ TEST(CpuBackend, GemmAllTransposes) {
         for (auto& v : want.storage()) v = 2.f * v + 0.5f;
         expect_close(C, want, 1e-4, 1e-4, "gemm");
       }
+}
+
+// bfloat16 rounding written from its definition (nearest, ties to even; subnormals to zero as
+// the instruction does): the oracle for the inputs --gemm-precision bf16 multiplies.
+float bf16(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+  else if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  float r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
+}
+
+// Puts the shared CPU backend in bf16 for a scope, or says why it cannot.
+struct Bf16Scope {
+  std::string unavailable;
+  Bf16Scope() {
+    try {
+      cpu_backend().set_gemm_precision(GemmPrecision::kBf16);
+    } catch (const SystemError& e) {
+      unavailable = e.what();
+    }
+  }
+  ~Bf16Scope() { cpu_backend().set_gemm_precision(GemmPrecision::kFp32); }
+};
+
+TEST(CpuBackend, Bf16GemmIsExactOnRoundedInputsAtTileBoundaries) {
+  Bf16Scope scope;
+  if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  Backend& be = cpu_backend();
+  // Products of bfloat16 numbers are exact in float32, so the only error left is float32
+  // summation: within (k + 2) u of the sum of |terms| for any order. Shapes straddle the 6-row
+  // tile, the 16-column vector, the 64-column panel and the 256-k block.
+  int cases = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (std::int64_t m : {1, 6, 7, 97})
+        for (std::int64_t n : {1, 17, 40, 64, 65, 130})
+          for (std::int64_t k : {1, 2, 31, 300, 1100}) {
+            const std::uint32_t seed = std::uint32_t(m * 131 + n * 7 + k);
+            const Matrix A = ta ? random_matrix(k, m, seed) : random_matrix(m, k, seed);
+            const Matrix B = tb ? random_matrix(n, k, seed + 1) : random_matrix(k, n, seed + 1);
+            const Matrix C0 = random_matrix(m, n, seed + 2);
+            Matrix C = C0;
+            const float alpha = 0.75f, beta = k % 2 ? 0.f : -1.5f;
+            be.gemm(ta, tb, alpha, A.view(), B.view(), beta, C.view());
+            for (std::int64_t i = 0; i < m; ++i)
+              for (std::int64_t j = 0; j < n; ++j) {
+                double s = 0, mag = 0;
+                for (std::int64_t p = 0; p < k; ++p) {
+                  const double t = double(bf16(ta ? A.at(p, i) : A.at(i, p))) * double(bf16(tb ? B.at(j, p) : B.at(p, j)));
+                  s += t;
+                  mag += std::abs(t);
+                }
+                const double want = alpha * s + beta * double(C0.at(i, j));
+                const double tol = double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * double(C0.at(i, j))));
+                ASSERT_LE(std::abs(double(C.at(i, j)) - want), tol)
+                    << "ta " << ta << " tb " << tb << " m " << m << " n " << n << " k " << k << " at " << i << "," << j;
+              }
+            ++cases;
+          }
+  EXPECT_EQ(cases, 480);
+}
+
+TEST(CpuBackend, Bf16GemmRoundsItsInputsAndNeverReadsCWithBetaZero) {
+  Bf16Scope scope;
+  if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  const Matrix A = random_matrix(50, 256, 7), B = random_matrix(256, 70, 8);
+  Matrix C(50, 70, std::nanf(""));
+  cpu_backend().gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
+  // The float32 product differs from the bf16 one by ~2^-9 sqrt(k) per entry; summation alone
+  // would be ~1000 times closer. A kernel that skipped the rounding fails the first check.
+  const Matrix exact = ref::gemm(false, false, A, B);
+  double off = 0;
+  for (std::int64_t i = 0; i < C.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(C.data()[i])) << "beta = 0 read C's NaN at " << i;
+    off = std::max(off, double(std::abs(C.data()[i] - exact.data()[i])));
+  }
+  EXPECT_GT(off, 1e-3);
+  EXPECT_LT(off, 0.5);
+}
+
+TEST(CpuBackend, Bf16GemmIsDeterministicAndLargeTransposedOutputsStayFp32) {
+  Bf16Scope scope;
+  if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  Backend& be = cpu_backend();
+  const Matrix A = random_matrix(3000, 64, 1), G = random_matrix(3000, 48, 2);
+  Matrix w1(64, 48), w2(64, 48);
+  be.gemm(true, false, 1.f, A.view(), G.view(), 0.f, w1.view());
+  be.gemm(true, false, 1.f, A.view(), G.view(), 0.f, w2.view());
+  EXPECT_EQ(w1.storage(), w2.storage());
+  // A transposed A with an output over 4 Mi entries is left to FP32 (the kernel's private
+  // per-thread copies of C would be too large): bit for bit what the fp32 setting computes.
+  const Matrix X = random_matrix(3, 2100, 3), Y = random_matrix(3, 2100, 4);
+  Matrix big(2100, 2100), big32(2100, 2100);
+  be.gemm(true, false, 1.f, X.view(), Y.view(), 0.f, big.view());
+  be.set_gemm_precision(GemmPrecision::kFp32);
+  be.gemm(true, false, 1.f, X.view(), Y.view(), 0.f, big32.view());
+  EXPECT_EQ(big.storage(), big32.storage());
+}
+
+TEST(CpuBackend, GemmPrecisionNames) {
+  EXPECT_EQ(parse_gemm_precision("bf16"), GemmPrecision::kBf16);
+  EXPECT_STREQ(to_string(parse_gemm_precision("tf32")), "tf32");
+  EXPECT_THROW(parse_gemm_precision("fp16"), ParamError);
+  // TF32 is a tensor-core format: the CPU says so instead of computing something else.
+  EXPECT_THROW(cpu_backend().set_gemm_precision(GemmPrecision::kTf32), SystemError);
+  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kFp32);
 }
 
 TEST(CpuBackend, ElementwiseAndReductions) {

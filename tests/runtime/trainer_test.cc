@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
+#include "halo/graph/error.h"
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
 
@@ -73,6 +75,51 @@ TEST(Trainer, SameSeedSameLossesBitForBit) {
   const auto a = read_log(t / "a.jsonl"), b = read_log(t / "b.jsonl");
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "epoch " << i + 1;
+}
+
+TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
+  try {
+    cpu_backend().set_gemm_precision(GemmPrecision::kBf16);
+    cpu_backend().set_gemm_precision(GemmPrecision::kFp32);
+  } catch (const SystemError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  TempDir t;
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);
+  o.model.hidden = 64;
+  o.epochs = 40;
+  o.quiet = true;
+  std::ostringstream out;
+  o.log = t / "fp32.jsonl";
+  const TrainSummary exact = train_dataset(cora(), o, out);
+  o.gemm_precision = "bf16";
+  o.log = t / "bf16.jsonl";
+  const TrainSummary mixed = train_dataset(cora(), o, out);
+  o.log = t / "bf16-again.jsonl";
+  train_dataset(cora(), o, out);
+  EXPECT_EQ(mixed.gemm_precision, "bf16");
+  EXPECT_EQ(read_log(t / "bf16.jsonl").back()["gemm_precision"], "bf16");
+  const auto a = read_log(t / "fp32.jsonl"), b = read_log(t / "bf16.jsonl"), c = read_log(t / "bf16-again.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  // Rounding the GEMM inputs to 8 bits of mantissa moves the early losses by well under 5%;
+  // once the loss is near zero the two trajectories are different fits of the same quality.
+  int differ = 0;
+  const double first = a[0]["loss"];
+  for (std::size_t i = 0; i + 1 < a.size(); ++i) {
+    const double la = a[i]["loss"], lb = b[i]["loss"];
+    EXPECT_NEAR(lb, la, i < 10 ? 0.05 * la : 0.02 * first) << "epoch " << i + 1;
+    EXPECT_EQ(b[i]["loss"], c[i]["loss"]) << "epoch " << i + 1;
+    differ += la != lb;
+  }
+  EXPECT_GT(differ, 0) << "bf16 losses equal fp32's bit for bit: the kernel was not used";
+  EXPECT_NEAR(mixed.test_mean, exact.test_mean, 0.03);
+  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kBf16);
+  o.gemm_precision = "fp32";
+  o.log.clear();
+  o.epochs = 1;
+  train_dataset(cora(), o, out);
+  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kFp32) << "every run sets the shared backend's precision";
 }
 
 TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
@@ -228,6 +275,11 @@ TEST(Trainer, BadOptionsAreParameterErrors) {
   o.epochs = 1;
   o.resume = true;
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+  o.resume = false;
+  o.gemm_precision = "fp16";
+  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+  o.gemm_precision = "tf32";  // a tensor-core format: the CPU refuses rather than compute fp32
+  EXPECT_THROW(train_dataset(cora(), o, out), SystemError);
   TempDir t;
   convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});
   TrainOptions p;

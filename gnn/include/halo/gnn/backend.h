@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "halo/gnn/matrix.h"
 #include "halo/gnn/rng.h"
@@ -36,6 +37,16 @@ struct AdamStep {
   std::int64_t step = 1;     // 1-based, for bias correction
 };
 
+// Arithmetic of the dense products (GEMM), the one place a backend may trade precision for
+// speed, and only when asked: fp32 everywhere by default. tf32 (CUDA tensor cores: 10-bit
+// mantissa inputs) and bf16 (8-bit mantissa inputs; AVX-512 BF16 on the CPU, tensor cores on
+// CUDA) round the inputs of each product and sum in float32, as torch's
+// set_float32_matmul_precision("high" / "medium") allows. Everything else stays float32.
+enum class GemmPrecision { kFp32, kTf32, kBf16 };
+// "fp32" | "tf32" | "bf16"; throws ParamError naming the flag otherwise.
+GemmPrecision parse_gemm_precision(const std::string& s);
+const char* to_string(GemmPrecision p);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -44,7 +55,12 @@ class Backend {
 
   // Y = A X. A: r x k, X: k x f, Y: r x f (overwritten). Y must not alias X.
   virtual void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
-  // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb. C must not alias A or B.
+  // Sets the arithmetic of gemm from now on (process-wide for the shared backends); throws
+  // SystemError naming the reason when this backend or machine cannot compute in it.
+  virtual void set_gemm_precision(GemmPrecision p) = 0;
+  virtual GemmPrecision gemm_precision() const = 0;
+  // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb, in gemm_precision(). C must
+  // not alias A or B.
   virtual void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
                     float beta, const MatrixView& C) = 0;
   // Y[r, :] += b for every row.
