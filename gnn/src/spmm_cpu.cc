@@ -12,12 +12,76 @@
 //   gathers: it prefetches the X row `distance` nonzeros ahead, 1.3-2x faster than the hardware
 //   prefetcher alone. Up to 128 columns: the first 4 cache lines, about 4 KiB ahead (4 to 16
 //   nonzeros); wider blocks: the whole block row, about 8 KiB ahead.
+// - On CPUs with AVX-512 a column block of up to 256 is summed in zmm registers (16 of them)
+//   instead of the L1 array: 98 -> 71 ms at width 256 on the METIS-ordered arxiv-sized graph.
+//   Same products in the same order with the same fused multiply-adds, so the same bits.
 #include <algorithm>
 #include <cstring>
+#include <utility>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HALO_SPMM_AVX512 1
+#else
+#define HALO_SPMM_AVX512 0
+#endif
 
 #include "cpu_backend.h"
 
 namespace halo {
+namespace {
+
+#if HALO_SPMM_AVX512
+bool has_avx512() {
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return yes;
+}
+
+// Rows [r0, r1) of Y[:, c0, c0 + w) = A X[:, c0, c0 + w), w <= 16 NV, sums in NV registers.
+template <int NV>
+__attribute__((target("avx512f"))) void spmm_rows_avx512(const SparseView& A, const float* __restrict x,
+                                                          std::int64_t f, std::int64_t c0, std::int64_t w,
+                                                          float* y, std::int64_t r0, std::int64_t r1,
+                                                          EdgeId distance, int lines) {
+  const EdgeId nnz = A.nnz();
+  const __mmask16 tail = __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    __m512 acc[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+    for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
+      if (k + distance < nnz) {
+        const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * f + c0);
+        for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
+      }
+      const __m512 wt = _mm512_set1_ps(A.values[k]);
+      const float* __restrict xr = x + std::int64_t(A.indices[k]) * f + c0;
+#pragma GCC unroll 16
+      for (int v = 0; v + 1 < NV; ++v) acc[v] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(xr + 16 * v), acc[v]);
+      acc[NV - 1] = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(tail, xr + 16 * (NV - 1)), acc[NV - 1]);
+    }
+    float* yr = y + r * f + c0;
+#pragma GCC unroll 16
+    for (int v = 0; v + 1 < NV; ++v) _mm512_storeu_ps(yr + 16 * v, acc[v]);
+    _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, acc[NV - 1]);
+  }
+}
+
+using RowsKernel = void (*)(const SparseView&, const float*, std::int64_t, std::int64_t, std::int64_t, float*,
+                            std::int64_t, std::int64_t, EdgeId, int);
+
+template <int... NV>
+constexpr RowsKernel pick_kernel(int nv, std::integer_sequence<int, NV...>) {
+  RowsKernel k = nullptr;
+  ((nv == NV + 1 ? (k = &spmm_rows_avx512<NV + 1>, 0) : 0), ...);
+  return k;
+}
+#endif
+
+}  // namespace
 
 void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   constexpr std::int64_t kBlock = 256;
@@ -29,6 +93,15 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
     const bool wide = w > 128;
     const EdgeId distance = std::clamp<EdgeId>((wide ? 8192 : 4096) / (w * 4), 4, 16);
     const int lines = int(std::min<std::int64_t>(wide ? 16 : 4, (w * 4 + 63) / 64));
+#if HALO_SPMM_AVX512
+    if (has_avx512()) {
+      const RowsKernel kernel = pick_kernel(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
+#pragma omp parallel for schedule(dynamic, 1)
+      for (std::int64_t r = 0; r < A.rows; r += 32)
+        kernel(A, x, f, c0, w, Y.data, r, std::min(A.rows, r + 32), distance, lines);
+      continue;
+    }
+#endif
 #pragma omp parallel for schedule(dynamic, 32)
     for (std::int64_t r = 0; r < A.rows; ++r) {
       alignas(32) float acc[kBlock];
