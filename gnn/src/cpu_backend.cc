@@ -138,37 +138,87 @@ inline void philox_x8(PhiloxKey key, __m256i& c0, __m256i& c1, __m256i& c2, __m2
 }  // namespace
 #endif
 
+namespace {
+
+// One row of dropout: y[c] = keep ? y[c] * scale : 0 with keep = philox_uniform(key, id, c) >= p
+// (threshold and scale from p). Shared by dropout and the fused ops, so their masks and values are
+// the same bits.
+inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey key, std::uint32_t threshold,
+                        float scale) {
+  std::int64_t c = 0;
+#if defined(__AVX2__)
+  // 64 columns per 8 Philox calls (the layout of dropout_u16), masks applied 8 lanes at a time.
+  const __m256i thr = _mm256_set1_epi32(int(threshold) - 1);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const __m256i low16 = _mm256_set1_epi32(0xffff);
+  for (; c + 64 <= cols; c += 64) {
+    __m256i w[4] = {_mm256_set1_epi32(int(std::uint32_t(id))), _mm256_set1_epi32(int(std::uint32_t(id >> 32))),
+                    _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+                    _mm256_setzero_si256()};
+    philox_x8(key, w[0], w[1], w[2], w[3]);
+    for (int half = 0; half < 2; ++half)
+      for (int j = 0; j < 4; ++j) {
+        const __m256i u = half ? _mm256_srli_epi32(w[j], 16) : _mm256_and_si256(w[j], low16);
+        const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(u, thr));  // u >= threshold
+        float* yy = y + c + half * 32 + j * 8;
+        _mm256_storeu_ps(yy, _mm256_and_ps(keep, _mm256_mul_ps(_mm256_loadu_ps(yy), vscale)));
+      }
+  }
+#endif
+  for (; c < cols; ++c)  // the tail (or everything without AVX2)
+    y[c] = dropout_u16(key, id, std::uint32_t(c)) >= threshold ? y[c] * scale : 0.f;
+}
+
+}  // namespace
+
 void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   if (p <= 0.f) return;
   const float scale = 1.f / (1.f - p);
   const std::uint32_t threshold = dropout_threshold(p);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < Y.rows; ++r) {
-    const std::uint64_t id = row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r);
+  for (std::int64_t r = 0; r < Y.rows; ++r)
+    dropout_row(Y.row(r), Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
+}
+
+void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
+                                         const float* gamma, const float* beta, const MatrixView* xhat,
+                                         const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+  // One pass instead of three: each output row is finished while it is in L1. The arithmetic is
+  // batch_norm_apply's, relu's and dropout_row's, in their order, so the bits are theirs.
+  const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
+  const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < X.rows; ++r) {
+    const float* x = X.row(r);
     float* y = Y.row(r);
-    std::int64_t c = 0;
-#if defined(__AVX2__)
-    // 64 columns per 8 Philox calls (the layout of dropout_u16), masks applied 8 lanes at a time.
-    const __m256i thr = _mm256_set1_epi32(int(threshold) - 1);
-    const __m256 vscale = _mm256_set1_ps(scale);
-    const __m256i low16 = _mm256_set1_epi32(0xffff);
-    for (; c + 64 <= Y.cols; c += 64) {
-      __m256i w[4] = {_mm256_set1_epi32(int(std::uint32_t(id))), _mm256_set1_epi32(int(std::uint32_t(id >> 32))),
-                      _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                      _mm256_setzero_si256()};
-      philox_x8(key, w[0], w[1], w[2], w[3]);
-      for (int half = 0; half < 2; ++half)
-        for (int j = 0; j < 4; ++j) {
-          const __m256i u = half ? _mm256_srli_epi32(w[j], 16) : _mm256_and_si256(w[j], low16);
-          const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(u, thr));  // u >= threshold
-          float* yy = y + c + half * 32 + j * 8;
-          _mm256_storeu_ps(yy, _mm256_and_ps(keep, _mm256_mul_ps(_mm256_loadu_ps(yy), vscale)));
-        }
+    float* h = xhat ? xhat->row(r) : nullptr;
+    for (std::int64_t c = 0; c < X.cols; ++c) {
+      const float n = (x[c] - mean[c]) * inv_std[c];
+      if (h) h[c] = n;
+      y[c] = std::max(n * gamma[c] + beta[c], 0.f);
     }
-#endif
-    for (; c < Y.cols; ++c)  // the tail (or everything without AVX2)
-      y[c] = dropout_u16(key, id, std::uint32_t(c)) >= threshold ? y[c] * scale : 0.f;
+    if (p > 0.f) dropout_row(y, Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
   }
+}
+
+void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                                  float p, PhiloxKey key, const NodeId* row_ids,
+                                                  const MatrixView& dY, double* sum_dy, double* sum_dy_xhat) {
+  const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
+  const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
+  double* outs[2] = {sum_dy, sum_dy_xhat};
+  const std::int64_t cols = dY.cols;
+  reduce_columns(dY.rows, cols, 2, outs, [&](std::int64_t r, double* __restrict acc) {
+    float* __restrict d = dY.row(r);
+    const float* __restrict h = xhat.row(r);
+    if (p > 0.f) dropout_row(d, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
+    // Two vectorisable loops over the row while it is in L1: ReLU's mask, then the sums.
+    for (std::int64_t c = 0; c < cols; ++c) d[c] = h[c] * gamma[c] + beta[c] > 0.f ? d[c] : 0.f;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      acc[c] += d[c];
+      acc[cols + c] += double(d[c]) * h[c];
+    }
+  });
 }
 
 void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
@@ -232,21 +282,25 @@ double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* la
   fill(dlogits, 0.f);
   std::vector<double> loss(std::size_t(nrows), 0.0);
   const std::int64_t k = logits.cols;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < nrows; ++i) {
-    const NodeId r = rows[i];
-    const std::int32_t y = labels[r];
-    if (y < 0) continue;
-    const float* z = logits.row(r);
-    float mx = z[0];
-    for (std::int64_t c = 1; c < k; ++c) mx = std::max(mx, z[c]);
-    double se = 0;
-    for (std::int64_t c = 0; c < k; ++c) se += std::exp(double(z[c] - mx));
-    const double lse = double(mx) + std::log(se);
-    loss[std::size_t(i)] = lse - z[y];
-    float* g = dlogits.row(r);
-    for (std::int64_t c = 0; c < k; ++c) g[c] = float(std::exp(double(z[c]) - lse) / denom);
-    g[y] -= float(1.0 / denom);
+#pragma omp parallel
+  {
+    std::vector<double> e(static_cast<std::size_t>(k));  // one exp per logit, reused for the gradient
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < nrows; ++i) {
+      const NodeId r = rows[i];
+      const std::int32_t y = labels[r];
+      if (y < 0) continue;
+      const float* z = logits.row(r);
+      float mx = z[0];
+      for (std::int64_t c = 1; c < k; ++c) mx = std::max(mx, z[c]);
+      double se = 0;
+      for (std::int64_t c = 0; c < k; ++c) se += e[std::size_t(c)] = std::exp(double(z[c] - mx));
+      loss[std::size_t(i)] = double(mx) + std::log(se) - z[y];
+      float* g = dlogits.row(r);
+      const double scale = 1.0 / (se * denom);
+      for (std::int64_t c = 0; c < k; ++c) g[c] = float(e[std::size_t(c)] * scale);
+      g[y] -= float(1.0 / denom);
+    }
   }
   double total = 0;
   std::int64_t n = 0;

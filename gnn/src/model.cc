@@ -116,9 +116,18 @@ struct Model::Layer {
   std::vector<float> zeros, ones;  // the mean and inv_std that make batch_norm_apply x-hat -> Y
   Matrix saved;  // hidden layers: x-hat (batch norm) or the output; all x hidden floats
   Matrix z;      // aggregate first: A X (owned x in)
+  // What z was aggregated from when it may be reused (GraphContext::static_input): the input's
+  // storage and shape and the operator; null when z is not reusable.
+  struct Source {
+    const float* x = nullptr;
+    std::int64_t rows = 0, cols = 0, all = 0;
+    const void* op = nullptr;
+    bool operator==(const Source&) const = default;
+  } z_from;
 
   // Returns the output (owned x out): the logits, the saved slab, or `y_slab` (batch norm).
-  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training, float p,
+  // static_x: x is the unchanging input (see GraphContext::static_input), so z may be reused.
+  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x, bool training, float p,
                      std::uint64_t seed, std::int64_t epoch, float momentum, float eps, Matrix& y_slab, Work& ws);
   // A batch-norm layer's output in its last training forward, rebuilt from x-hat into `into`.
   MatrixView rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed, std::int64_t epoch,
@@ -173,9 +182,9 @@ void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const Spa
 
 }  // namespace
 
-MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training, float p,
-                                 std::uint64_t seed, std::int64_t epoch, float momentum, float eps, Matrix& y_slab,
-                                 Work& ws) {
+MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x, bool training,
+                                 float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
+                                 Matrix& y_slab, Work& ws) {
   if (!last) ws.y_layer = -1;  // a hidden layer overwrites the slab its input came in (the last one does not)
   const OperatorView& op = sage ? g.mean : g.gcn;
   // x lives in the features, a saved slab (this layer's own when the layer below had batch
@@ -188,13 +197,19 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
     aggregate_with_halo(be, g, op.fwd, t_all, y, index, training);
   } else {
-    MatrixView xa = x;
-    if (g.exchange) {
-      xa = shape(staging, g.all, in);
-      be.copy(x, xa.rows_range(0, g.owned));
+    const Source from{x.data, x.rows, x.cols, g.all, op.fwd.offsets};
+    if (!static_x || !(z_from == from)) {
+      // Every rank decides alike (same options, same first call), so a skipped exchange is
+      // skipped everywhere.
+      MatrixView xa = x;
+      if (g.exchange) {
+        xa = shape(staging, g.all, in);
+        be.copy(x, xa.rows_range(0, g.owned));
+      }
+      z.resize(g.owned, in);
+      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training);
+      z_from = static_x ? from : Source{};
     }
-    z.resize(g.owned, in);
-    aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training);
     be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y);
   }
   if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y);
@@ -222,17 +237,15 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     }
     // x-hat over the pre-activation, the output into y_slab: rebuild_output repeats the same
     // arithmetic, as (x-hat - 0) * 1 is x-hat exactly.
-    be.batch_norm_apply(y, mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &y, a);
+    be.batch_norm_relu_dropout(y, mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &y, a, p,
+                               dropout_key(seed, epoch, index + 1), g.global_ids);
+    ws.y_layer = index;
+    ws.y = a;
   } else {
     std::vector<float> rstd(c);
     for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
-    be.batch_norm_apply(y, run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, a);
-  }
-  be.relu(a);
-  if (training && p > 0) be.dropout(a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
-  if (training) {
-    ws.y_layer = index;
-    ws.y = a;
+    be.batch_norm_relu_dropout(y, run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, a,
+                               0.f, {}, nullptr);
   }
   return a;
 }
@@ -240,10 +253,8 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
 MatrixView Model::Layer::rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed,
                                         std::int64_t epoch, Matrix& into) {
   const MatrixView a = shape(into, g.owned, out);
-  be.batch_norm_apply(shape(saved, g.owned, out), zeros.data(), ones.data(), gamma.value.data(), beta.value.data(),
-                      nullptr, a);
-  be.relu(a);
-  if (p > 0) be.dropout(a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+  be.batch_norm_relu_dropout(shape(saved, g.owned, out), zeros.data(), ones.data(), gamma.value.data(),
+                             beta.value.data(), nullptr, a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
   return a;
 }
 
@@ -251,15 +262,15 @@ void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const
                                        std::uint64_t seed, std::int64_t epoch) {
   if (last) return;
   const MatrixView kept = shape(saved, g.owned, out);  // x-hat, or the output without batch norm
-  if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
   if (!bn) {
+    if (p > 0) be.dropout(dy, p, dropout_key(seed, epoch, index + 1), g.global_ids);
     be.relu_backward(kept, dy);  // the output is post-dropout: zero where dropped or inactive
     return;
   }
-  be.bn_relu_backward(kept, gamma.value.data(), beta.value.data(), dy);
   const std::size_t c = std::size_t(out);
   std::vector<double> s(2 * c);
-  be.batch_norm_grad_sums(dy, kept, s.data(), s.data() + c);
+  be.batch_norm_relu_dropout_backward(kept, gamma.value.data(), beta.value.data(), p,
+                                      dropout_key(seed, epoch, index + 1), g.global_ids, dy, s.data(), s.data() + c);
   // The parameters' own gradients stay partial (the trainer sums every gradient across ranks
   // once); the normalisation below needs the global sums now.
   std::vector<float> gb(c), gg(c);
@@ -396,8 +407,9 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     // the last layer, act for SAGE.
     Matrix* y_slab = &ws.act;
     if (!sage) y_slab = l + 2 < layers_.size() ? &layers_[l + 1]->saved : &ws.grad[0];
-    h = layers_[l]->forward(be, g, h, training, config_.dropout, seed, epoch, config_.bn_momentum, config_.bn_eps,
-                            *y_slab, ws);
+    const bool static_x = l == 0 && g.static_input && h.data == x.data;  // not after input dropout
+    h = layers_[l]->forward(be, g, h, static_x, training, config_.dropout, seed, epoch, config_.bn_momentum,
+                            config_.bn_eps, *y_slab, ws);
   }
   return h;
 }

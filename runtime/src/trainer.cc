@@ -411,6 +411,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   ctx.global_ids = gpu ? gids_dev.data() : d.global_ids;
   ctx.global_nodes = d.global_nodes;
   ctx.exchange = exch.get();
+  ctx.static_input = true;  // x is the dataset's features for the whole run
 
   const std::int32_t* labels = d.labels;
   const std::int64_t ntrain = std::int64_t(split->train.size());

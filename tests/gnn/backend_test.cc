@@ -212,6 +212,48 @@ TEST(CpuBackend, GemmPrecisionNames) {
   EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kFp32);
 }
 
+// The fused batch-norm activation ops give the bits of the ops they replace (which the base
+// class composes), forward and backward, with and without dropout and row ids, at widths around
+// the 64-column dropout block.
+TEST(CpuBackend, FusedBatchNormActivationEqualsTheComposedOps) {
+  Backend& be = cpu_backend();
+  for (std::int64_t f : {1, 7, 63, 64, 65, 130, 256})
+    for (float p : {0.f, 0.5f})
+      for (bool ids : {false, true}) {
+        const std::int64_t n = 97;
+        const Matrix X = random_matrix(n, f, std::uint32_t(f));
+        const Matrix G = random_matrix(4, f, std::uint32_t(f + 1));  // mean, inv_std, gamma, beta
+        std::vector<float> stats[4];
+        for (int i = 0; i < 4; ++i) stats[i].assign(G.data() + i * f, G.data() + (i + 1) * f);
+        for (auto& v : stats[1]) v = std::abs(v) + 0.1f;
+        std::vector<NodeId> rows(static_cast<std::size_t>(n));
+        for (std::int64_t r = 0; r < n; ++r) rows[std::size_t(r)] = NodeId(1000 + 3 * r);
+        const NodeId* row_ids = ids ? rows.data() : nullptr;
+        const PhiloxKey key = philox_key(11, 5);
+        const std::string what = "f=" + std::to_string(f) + " p=" + std::to_string(p) + (ids ? " ids" : "");
+        Matrix h1 = X, y1(n, f), h2 = X, y2(n, f);
+        const MatrixView hv1 = h1.view(), hv2 = h2.view();
+        be.batch_norm_relu_dropout(h1.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), &hv1,
+                                   y1.view(), p, key, row_ids);
+        be.Backend::batch_norm_relu_dropout(h2.view(), stats[0].data(), stats[1].data(), stats[2].data(),
+                                            stats[3].data(), &hv2, y2.view(), p, key, row_ids);
+        EXPECT_EQ(h1.storage(), h2.storage()) << what;
+        EXPECT_EQ(y1.storage(), y2.storage()) << what;
+        const Matrix dY = random_matrix(n, f, std::uint32_t(f + 2));
+        Matrix d1 = dY, d2 = dY;
+        std::vector<double> s1(2 * std::size_t(f)), s2(2 * std::size_t(f));
+        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids, d1.view(),
+                                            s1.data(), s1.data() + f);
+        be.Backend::batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids,
+                                                     d2.view(), s2.data(), s2.data() + f);
+        EXPECT_EQ(d1.storage(), d2.storage()) << what;
+        EXPECT_EQ(s1, s2) << what;
+        if (p > 0) {
+          EXPECT_NE(d1.storage(), dY.storage()) << what;
+        }
+      }
+}
+
 TEST(CpuBackend, ElementwiseAndReductions) {
   Backend& be = cpu_backend();
   Matrix X = random_matrix(517, 33, 9);

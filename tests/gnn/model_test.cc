@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../test_util.h"
+#include "halo/gnn/timed_backend.h"
 
 namespace halo {
 namespace {
@@ -215,6 +216,66 @@ TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
                                   + 2 * n * out;              // the last layer's staging and logits
       EXPECT_EQ(model.activation_bytes(), floats * 4) << layers << " layers" << (bn ? " + bn" : "");
     }
+}
+
+// GraphContext::static_input: the widening first layer aggregates the unchanging features once
+// per model, with outputs and gradients identical to aggregating every call; input dropout, or
+// other features, make it aggregate again.
+TEST(Model, StaticInputAggregatesTheFeaturesOnce) {
+  const std::int64_t n = 120, in = 6, hidden = 16, out = 3;
+  std::vector<std::pair<int, int>> edges;
+  std::mt19937 g{5};
+  std::uniform_int_distribution<int> node(0, int(n) - 1);
+  for (int e = 0; e < 500; ++e) edges.emplace_back(node(g), node(g));
+  Tiny t;
+  t.build(n, edges);
+  Matrix x(n, in), x2(n, in);
+  std::normal_distribution<float> nd;
+  for (auto& v : x.storage()) v = nd(g);
+  for (auto& v : x2.storage()) v = nd(g);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  std::vector<NodeId> rows(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) labels[std::size_t(i)] = std::int32_t(i % out), rows[std::size_t(i)] = NodeId(i);
+  ModelConfig cfg;
+  cfg.layers = 3;
+  cfg.in = in;
+  cfg.hidden = hidden;
+  cfg.out = out;
+  cfg.batch_norm = true;
+  // Logits and first-layer weight gradients of four training steps (the third on x2), and the
+  // number of SpMM calls each took.
+  auto run = [&](bool static_input, bool input_dropout, std::vector<std::int64_t>* spmm_calls) {
+    GraphContext ctx = t.ctx;
+    ctx.static_input = static_input;
+    ModelConfig c = cfg;
+    c.input_dropout = input_dropout;
+    Model model(c, 2);
+    TimedBackend be(cpu_backend());
+    std::vector<float> seen;
+    Matrix d(n, out);
+    for (int epoch = 1; epoch <= 4; ++epoch) {
+      const std::int64_t before = be.totals().count("spmm") ? be.totals().at("spmm").calls : 0;
+      const Matrix& in_x = epoch == 3 ? x2 : x;
+      const MatrixView z = model.forward(be, ctx, in_x.view(), true, 9, epoch);
+      seen.insert(seen.end(), z.data, z.data + z.size());
+      be.softmax_xent(z, labels.data(), rows.data(), n, double(n), d.view(), nullptr);
+      model.backward(be, ctx, d.view());
+      const Matrix& gw = model.params()[0]->grad;
+      seen.insert(seen.end(), gw.data(), gw.data() + gw.size());
+      for (Param* p : model.params()) cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), AdamStep{});
+      spmm_calls->push_back(be.totals().at("spmm").calls - before);
+    }
+    return seen;
+  };
+  std::vector<std::int64_t> every, once, dropped, dropped_static;
+  const auto a = run(false, false, &every), b = run(true, false, &once);
+  EXPECT_EQ(a, b);
+  // Forward: one SpMM per layer; backward: the two upper layers'. Reused: epoch 2 and 4 skip
+  // the first layer's (epoch 3 has new features, epoch 4 returns to the first ones).
+  EXPECT_EQ(every, (std::vector<std::int64_t>{5, 5, 5, 5}));
+  EXPECT_EQ(once, (std::vector<std::int64_t>{5, 4, 5, 5}));
+  EXPECT_EQ(run(false, true, &dropped), run(true, true, &dropped_static));
+  EXPECT_EQ(dropped_static, every) << "input dropout changes the features every epoch";
 }
 
 TEST(Model, RejectsImpossibleConfigurations) {

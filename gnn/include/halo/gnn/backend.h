@@ -85,6 +85,25 @@ class Backend {
   virtual void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
                                 const float* gamma, const float* beta, const MatrixView* xhat,
                                 const MatrixView& Y) = 0;
+  // Fused forward of a batch-norm layer's activation: batch_norm_apply, then relu(Y), then
+  // dropout(Y, p, key, row_ids) (none when p = 0), bit for bit the three ops in that order. The
+  // default composes them; a backend overrides it to make one pass over the rows.
+  virtual void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
+                                       const float* gamma, const float* beta, const MatrixView* xhat,
+                                       const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+    batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y);
+    relu(Y);
+    if (p > 0.f) dropout(Y, p, key, row_ids);
+  }
+  // Its backward up to batch norm's sums: dropout(dY, p, key, row_ids), bn_relu_backward, then
+  // batch_norm_grad_sums, bit for bit those ops in that order; overridable as one pass.
+  virtual void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                                float p, PhiloxKey key, const NodeId* row_ids,
+                                                const MatrixView& dY, double* sum_dy, double* sum_dy_xhat) {
+    if (p > 0.f) dropout(dY, p, key, row_ids);
+    bn_relu_backward(xhat, gamma, beta, dY);
+    batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat);
+  }
   // Partial sums over rows of dY and dY * xhat, in double.
   virtual void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
                                     double* sum_dy_xhat) = 0;

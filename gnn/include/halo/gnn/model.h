@@ -61,6 +61,10 @@ struct GraphContext {
   const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks
   std::int64_t global_nodes = 0;       // batch-norm statistics are over all nodes
   Exchanger* exchange = nullptr;       // null when all == owned
+  // The input features never change between calls that pass the same x (a trainer's dataset):
+  // the first layer's A X, exchange included, is then computed once and reused while neither x
+  // nor the operator changes and no input dropout applies.
+  bool static_input = false;
 };
 
 class Model {
