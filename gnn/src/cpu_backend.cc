@@ -143,30 +143,59 @@ namespace {
 // One row of dropout: y[c] = keep ? y[c] * scale : 0 with keep = philox_uniform(key, id, c) >= p
 // (threshold and scale from p). Shared by dropout and the fused ops, so their masks and values are
 // the same bits.
+// bits (null: none) holds the row's keep mask, ceil(cols / 64) words: with replay the mask is read
+// from it instead of the RNG, otherwise it is recorded there.
 inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey key, std::uint32_t threshold,
-                        float scale) {
+                        float scale, std::uint64_t* bits = nullptr, bool replay = false) {
   std::int64_t c = 0;
 #if defined(__AVX2__)
-  // 64 columns per 8 Philox calls (the layout of dropout_u16), masks applied 8 lanes at a time.
+  // 64 columns per 8 Philox calls (the layout of dropout_u16), masks applied 8 lanes at a time;
+  // bit half * 32 + j * 8 + lane of the block's word is lane `lane` of group (half, j).
   const __m256i thr = _mm256_set1_epi32(int(threshold) - 1);
   const __m256 vscale = _mm256_set1_ps(scale);
   const __m256i low16 = _mm256_set1_epi32(0xffff);
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   for (; c + 64 <= cols; c += 64) {
-    __m256i w[4] = {_mm256_set1_epi32(int(std::uint32_t(id))), _mm256_set1_epi32(int(std::uint32_t(id >> 32))),
-                    _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
-                    _mm256_setzero_si256()};
-    philox_x8(key, w[0], w[1], w[2], w[3]);
+    std::uint64_t word = 0;
+    __m256i w[4];
+    if (replay) {
+      word = bits[c / 64];
+    } else {
+      w[0] = _mm256_set1_epi32(int(std::uint32_t(id)));
+      w[1] = _mm256_set1_epi32(int(std::uint32_t(id >> 32)));
+      w[2] = _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      w[3] = _mm256_setzero_si256();
+      philox_x8(key, w[0], w[1], w[2], w[3]);
+    }
     for (int half = 0; half < 2; ++half)
       for (int j = 0; j < 4; ++j) {
-        const __m256i u = half ? _mm256_srli_epi32(w[j], 16) : _mm256_and_si256(w[j], low16);
-        const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(u, thr));  // u >= threshold
-        float* yy = y + c + half * 32 + j * 8;
+        const int shift = half * 32 + j * 8;
+        __m256 keep;
+        if (replay) {
+          const __m256i m = _mm256_and_si256(_mm256_set1_epi32(int((word >> shift) & 0xffu)), lane_bit);
+          keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, lane_bit));
+        } else {
+          const __m256i u = half ? _mm256_srli_epi32(w[j], 16) : _mm256_and_si256(w[j], low16);
+          keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(u, thr));  // u >= threshold
+          word |= std::uint64_t(unsigned(_mm256_movemask_ps(keep))) << shift;
+        }
+        float* yy = y + c + shift;
         _mm256_storeu_ps(yy, _mm256_and_ps(keep, _mm256_mul_ps(_mm256_loadu_ps(yy), vscale)));
       }
+    if (bits && !replay) bits[c / 64] = word;
   }
 #endif
-  for (; c < cols; ++c)  // the tail (or everything without AVX2)
-    y[c] = dropout_u16(key, id, std::uint32_t(c)) >= threshold ? y[c] * scale : 0.f;
+  for (; c < cols; ++c) {  // the tail (or everything without AVX2)
+    const std::uint64_t bit = std::uint64_t(1) << (c % 64);
+    bool keep;
+    if (replay) {
+      keep = bits[c / 64] & bit;
+    } else {
+      keep = dropout_u16(key, id, std::uint32_t(c)) >= threshold;
+      if (bits) bits[c / 64] = (c % 64 ? bits[c / 64] : 0) | (keep ? bit : 0);
+    }
+    y[c] = keep ? y[c] * scale : 0.f;
+  }
 }
 
 }  // namespace
@@ -182,11 +211,15 @@ void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const Node
 
 void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
                                          const float* gamma, const float* beta, const MatrixView* xhat,
-                                         const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+                                         const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                                         KeepBits* bits) {
   // One pass instead of three: each output row is finished while it is in L1. The arithmetic is
   // batch_norm_apply's, relu's and dropout_row's, in their order, so the bits are theirs.
   const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
   const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
+  const std::int64_t words = (Y.cols + 63) / 64;
+  std::uint64_t* keep = bits && p > 0.f ? bits->words : nullptr;
+  const bool replay = keep && bits->filled;
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r) {
     const float* x = X.row(r);
@@ -197,21 +230,30 @@ void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
       if (h) h[c] = n;
       y[c] = std::max(n * gamma[c] + beta[c], 0.f);
     }
-    if (p > 0.f) dropout_row(y, Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
+    if (p > 0.f)
+      dropout_row(y, Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
+                  keep ? keep + r * words : nullptr, replay);
   }
+  if (keep) bits->filled = true;
 }
 
 void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                                   float p, PhiloxKey key, const NodeId* row_ids,
-                                                  const MatrixView& dY, double* sum_dy, double* sum_dy_xhat) {
+                                                  const MatrixView& dY, double* sum_dy, double* sum_dy_xhat,
+                                                  KeepBits* bits) {
   const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
   const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
+  const std::int64_t words = (dY.cols + 63) / 64;
+  std::uint64_t* keep = bits && p > 0.f ? bits->words : nullptr;
+  const bool replay = keep && bits->filled;
   double* outs[2] = {sum_dy, sum_dy_xhat};
   const std::int64_t cols = dY.cols;
   reduce_columns(dY.rows, cols, 2, outs, [&](std::int64_t r, double* __restrict acc) {
     float* __restrict d = dY.row(r);
     const float* __restrict h = xhat.row(r);
-    if (p > 0.f) dropout_row(d, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
+    if (p > 0.f)
+      dropout_row(d, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
+                  keep ? keep + r * words : nullptr, replay);
     // Two vectorisable loops over the row while it is in L1: ReLU's mask, then the sums.
     for (std::int64_t c = 0; c < cols; ++c) d[c] = h[c] * gamma[c] + beta[c] > 0.f ? d[c] : 0.f;
     for (std::int64_t c = 0; c < cols; ++c) {
@@ -219,6 +261,7 @@ void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const 
       acc[cols + c] += double(d[c]) * h[c];
     }
   });
+  if (keep) bits->filled = true;
 }
 
 void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {

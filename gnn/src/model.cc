@@ -115,6 +115,10 @@ struct Model::Layer {
   std::vector<float> run_mean, run_var, mean, inv_std;
   std::vector<float> zeros, ones;  // the mean and inv_std that make batch_norm_apply x-hat -> Y
   Matrix saved;  // hidden layers: x-hat (batch norm) or the output; all x hidden floats
+  // The last training forward's dropout mask (batch-norm layers): rebuilding the output and
+  // backward replay it instead of running Philox twice more (1/32 of an activation matrix).
+  std::vector<std::uint64_t> keep_words;
+  KeepBits keep;
   Matrix z;      // aggregate first: A X (owned x in)
   // What z was aggregated from when it may be reused (GraphContext::static_input): the input's
   // storage and shape and the operator; null when z is not reusable.
@@ -237,8 +241,10 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     }
     // x-hat over the pre-activation, the output into y_slab: rebuild_output repeats the same
     // arithmetic, as (x-hat - 0) * 1 is x-hat exactly.
+    if (p > 0) keep_words.resize(std::size_t(g.owned * ((out + 63) / 64)));
+    keep = {keep_words.data(), false};  // a new key: record the mask afresh
     be.batch_norm_relu_dropout(y, mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &y, a, p,
-                               dropout_key(seed, epoch, index + 1), g.global_ids);
+                               dropout_key(seed, epoch, index + 1), g.global_ids, &keep);
     ws.y_layer = index;
     ws.y = a;
   } else {
@@ -254,7 +260,8 @@ MatrixView Model::Layer::rebuild_output(Backend& be, const GraphContext& g, floa
                                         std::int64_t epoch, Matrix& into) {
   const MatrixView a = shape(into, g.owned, out);
   be.batch_norm_relu_dropout(shape(saved, g.owned, out), zeros.data(), ones.data(), gamma.value.data(),
-                             beta.value.data(), nullptr, a, p, dropout_key(seed, epoch, index + 1), g.global_ids);
+                             beta.value.data(), nullptr, a, p, dropout_key(seed, epoch, index + 1), g.global_ids,
+                             &keep);
   return a;
 }
 
@@ -270,7 +277,8 @@ void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const
   const std::size_t c = std::size_t(out);
   std::vector<double> s(2 * c);
   be.batch_norm_relu_dropout_backward(kept, gamma.value.data(), beta.value.data(), p,
-                                      dropout_key(seed, epoch, index + 1), g.global_ids, dy, s.data(), s.data() + c);
+                                      dropout_key(seed, epoch, index + 1), g.global_ids, dy, s.data(), s.data() + c,
+                                      &keep);
   // The parameters' own gradients stay partial (the trainer sums every gradient across ranks
   // once); the normalisation below needs the global sums now.
   std::vector<float> gb(c), gg(c);
@@ -440,8 +448,12 @@ std::int64_t Model::activation_bytes() const {
   std::int64_t floats = x_drop_.size();
   for (const Matrix* m : {&work_->grad[0], &work_->grad[1], &work_->act, &work_->tail, &work_->logits})
     floats += m->size();
-  for (const auto& L : layers_) floats += L->saved.size() + L->z.size();
-  return floats * std::int64_t(sizeof(float));
+  std::int64_t bytes = 0;
+  for (const auto& L : layers_) {
+    floats += L->saved.size() + L->z.size();
+    bytes += std::int64_t(L->keep_words.size() * sizeof(std::uint64_t));
+  }
+  return floats * std::int64_t(sizeof(float)) + bytes;
 }
 
 std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {

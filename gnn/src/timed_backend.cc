@@ -70,14 +70,16 @@ void TimedBackend::batch_norm_apply(const MatrixView& X, const float* mean, cons
 // The fused activation ops are timed as one op each (inner_'s, fused or composed).
 void TimedBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
                                            const float* gamma, const float* beta, const MatrixView* xhat,
-                                           const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
-  timed("bn_relu_dropout", [&] { inner_.batch_norm_relu_dropout(X, mean, inv_std, gamma, beta, xhat, Y, p, key, row_ids); });
+                                           const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                                           KeepBits* bits) {
+  timed("bn_relu_dropout",
+        [&] { inner_.batch_norm_relu_dropout(X, mean, inv_std, gamma, beta, xhat, Y, p, key, row_ids, bits); });
 }
 void TimedBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                                     float p, PhiloxKey key, const NodeId* row_ids,
-                                                    const MatrixView& dY, double* s, double* sx) {
+                                                    const MatrixView& dY, double* s, double* sx, KeepBits* bits) {
   timed("bn_relu_dropout_backward",
-        [&] { inner_.batch_norm_relu_dropout_backward(xhat, gamma, beta, p, key, row_ids, dY, s, sx); });
+        [&] { inner_.batch_norm_relu_dropout_backward(xhat, gamma, beta, p, key, row_ids, dY, s, sx, bits); });
 }
 void TimedBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* s, double* sx) {
   timed("batch_norm_backward", [&] { inner_.batch_norm_grad_sums(dY, xhat, s, sx); });

@@ -248,6 +248,40 @@ TEST(CpuBackend, FusedBatchNormActivationEqualsTheComposedOps) {
                                                      d2.view(), s2.data(), s2.data() + f);
         EXPECT_EQ(d1.storage(), d2.storage()) << what;
         EXPECT_EQ(s1, s2) << what;
+        // KeepBits: recorded by the first op, replayed by the later ones, same bits throughout;
+        // the replay reads the cache (a flipped bit flips that element).
+        const std::int64_t words = (f + 63) / 64;
+        std::vector<std::uint64_t> cache(static_cast<std::size_t>(n * words));
+        KeepBits bits{cache.data(), false};
+        Matrix h3 = X, y3(n, f), y4(n, f), d3 = dY;
+        const MatrixView hv3 = h3.view();
+        be.batch_norm_relu_dropout(h3.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), &hv3,
+                                   y3.view(), p, key, row_ids, &bits);
+        EXPECT_EQ(y3.storage(), y1.storage()) << what;
+        EXPECT_EQ(bits.filled, p > 0) << what;
+        if (p == 0) continue;
+        for (std::int64_t r = 0; r < n; ++r)
+          for (std::int64_t c = 0; c < f; ++c)
+            ASSERT_EQ(bool(cache[std::size_t(r * words + c / 64)] >> (c % 64) & 1),
+                      dropout_u16(key, ids ? std::uint64_t(rows[std::size_t(r)]) : std::uint64_t(r), std::uint32_t(c)) >=
+                          dropout_threshold(p))
+                << what << " bit " << r << "," << c;
+        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids, d3.view(),
+                                            s2.data(), s2.data() + f, &bits);
+        EXPECT_EQ(d3.storage(), d1.storage()) << what;
+        EXPECT_EQ(s1, s2) << what;
+        const std::int64_t r0 = n / 2, c0 = f - 1;
+        cache[std::size_t(r0 * words + c0 / 64)] ^= std::uint64_t(1) << (c0 % 64);
+        Matrix h4 = X;
+        be.batch_norm_relu_dropout(h4.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), nullptr,
+                                   y4.view(), p, key, row_ids, &bits);
+        for (std::int64_t i = 0; i < y4.size(); ++i) {
+          if (i != r0 * f + c0) {
+            ASSERT_EQ(y4.data()[i], y1.data()[i]) << what << " at " << i;
+          } else if (y1.data()[i] != 0.f) {
+            EXPECT_EQ(y4.data()[i], 0.f) << what;
+          }
+        }
         if (p > 0) {
           EXPECT_NE(d1.storage(), dY.storage()) << what;
         }

@@ -47,6 +47,16 @@ enum class GemmPrecision { kFp32, kTf32, kBf16 };
 GemmPrecision parse_gemm_precision(const std::string& s);
 const char* to_string(GemmPrecision p);
 
+// A dropout's keep mask as bits, so that backward replays its forward's mask instead of running
+// the RNG again: element (r, c) is kept iff bit c % 64 of words[r * ceil(cols / 64) + c / 64] is
+// set. Purely a cache of what (p, key, row_ids) give: the first op handed it with filled == false
+// records the mask and sets filled, later ones read it, and a backend may ignore it altogether
+// (host memory; the CUDA backend recomputes). The owner clears filled when the key changes.
+struct KeepBits {
+  std::uint64_t* words = nullptr;
+  bool filled = false;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -90,7 +100,8 @@ class Backend {
   // default composes them; a backend overrides it to make one pass over the rows.
   virtual void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
                                        const float* gamma, const float* beta, const MatrixView* xhat,
-                                       const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+                                       const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                                       KeepBits* /*bits*/ = nullptr) {
     batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y);
     relu(Y);
     if (p > 0.f) dropout(Y, p, key, row_ids);
@@ -99,7 +110,8 @@ class Backend {
   // batch_norm_grad_sums, bit for bit those ops in that order; overridable as one pass.
   virtual void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                                 float p, PhiloxKey key, const NodeId* row_ids,
-                                                const MatrixView& dY, double* sum_dy, double* sum_dy_xhat) {
+                                                const MatrixView& dY, double* sum_dy, double* sum_dy_xhat,
+                                                KeepBits* /*bits*/ = nullptr) {
     if (p > 0.f) dropout(dY, p, key, row_ids);
     bn_relu_backward(xhat, gamma, beta, dY);
     batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat);

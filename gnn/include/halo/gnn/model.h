@@ -90,8 +90,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   Device device() const { return device_; }
 
-  // Bytes of activation memory the model holds now (what forward keeps for backward plus the
-  // shared transient slabs): the figure the memory plan is tested on.
+  // Bytes of activation memory the model holds now (what forward keeps for backward, dropout
+  // masks as bits included, plus the shared transient slabs): the figure the memory plan is
+  // tested on.
   std::int64_t activation_bytes() const;
 
  private:

@@ -40,10 +40,10 @@ class TimedBackend final : public Backend {
                         const MatrixView& Y) override;
   void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std, const float* gamma,
                                const float* beta, const MatrixView* xhat, const MatrixView& Y, float p, PhiloxKey key,
-                               const NodeId* row_ids) override;
+                               const NodeId* row_ids, KeepBits* bits = nullptr) override;
   void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta, float p,
                                         PhiloxKey key, const NodeId* row_ids, const MatrixView& dY, double* sum_dy,
-                                        double* sum_dy_xhat) override;
+                                        double* sum_dy_xhat, KeepBits* bits = nullptr) override;
   void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
                             double* sum_dy_xhat) override;
   void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
