@@ -162,9 +162,9 @@ HALO_BF16_TARGET void tile(std::int64_t pairs, const Word* a, std::int64_t ai, s
 HALO_BF16_TARGET void pack_b(const MatrixView& B, bool tb, std::int64_t k_total, std::int64_t q0,
                              std::int64_t pairs, std::int64_t n, Word* out) {
   const std::int64_t panels = ceil_div(n, kPanel);
-  if (!tb) {  // B is k x n: pair q interleaves rows 2q and 2q + 1
-    for (std::int64_t p = 0; p < panels; ++p)
-      for (std::int64_t q = 0; q < pairs; ++q) {
+  if (!tb) {  // B is k x n: pair q interleaves rows 2q and 2q + 1, read once for all panels
+    for (std::int64_t q = 0; q < pairs; ++q)
+      for (std::int64_t p = 0; p < panels; ++p) {
         const std::int64_t k = 2 * (q0 + q), j = p * kPanel;
         interleave_pairs(B.row(k) + j, k + 1 < k_total ? B.row(k + 1) + j : nullptr, std::min<std::int64_t>(kPanel, n - j),
                          kPanel, out + (p * pairs + q) * kPanel);

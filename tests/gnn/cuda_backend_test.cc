@@ -193,6 +193,34 @@ TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {
   expect_bitwise(dY.to_host(), std::vector<float>(140, 0.f), "empty spmm");
 }
 
+// --gemm-precision on the GPU: bf16 (cuBLAS's BF16 tensor-op path) agrees with the CPU's bf16
+// kernel, since both round the inputs to nearest-even bfloat16 and sum in float32; tf32 lies
+// between bf16 and fp32. Precision is restored to fp32 on both after.
+TEST_F(CudaBackendTest, GemmReducedPrecisionMatchesTheCpuKernel) {
+  Backend& gpu = cuda_backend();
+  const Matrix A = host_matrix(300, 256, 1), B = host_matrix(256, 40, 2);
+  const Matrix dA = upload(A), dB = upload(B);
+  Matrix exact(300, 40);
+  cpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, exact.view());
+  Matrix dC(300, 40, 0.f, Device::kCuda);
+  gpu.set_gemm_precision(GemmPrecision::kTf32);
+  gpu.gemm(false, false, 1.f, dA.view(), dB.view(), 0.f, dC.view());
+  expect_close(dC.to_host(), exact.storage(), 1e-2, 1e-2, "tf32 vs fp32");
+  gpu.set_gemm_precision(GemmPrecision::kBf16);
+  gpu.gemm(false, false, 1.f, dA.view(), dB.view(), 0.f, dC.view());
+  const std::vector<float> gpu_bf16 = dC.to_host();
+  gpu.set_gemm_precision(GemmPrecision::kFp32);
+  try {
+    cpu.set_gemm_precision(GemmPrecision::kBf16);
+  } catch (const SystemError& e) {
+    GTEST_SKIP() << "no CPU bf16 kernel to compare with: " << e.what();
+  }
+  Matrix C(300, 40);
+  cpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
+  cpu.set_gemm_precision(GemmPrecision::kFp32);
+  expect_close(gpu_bf16, C.storage(), 1e-3, 1e-3, "bf16: GPU vs CPU");
+}
+
 TEST_F(CudaBackendTest, GemmMatchesCpuForEveryTranspose) {
   Backend& gpu = cuda_backend();
   const std::int64_t m = 33;
