@@ -52,10 +52,10 @@ cat "$out/spmm.jsonl" >> "$summary"
 timeout 180 "$b/bin/halo" train "$work/products" --device cuda --layers 3 --hidden 256 --dropout 0.5 \
   --epochs 10 --eval-every 10 -q --log "$work/halo.jsonl" > "$out/halo-train.txt" 2>&1 || say "halo train failed"
 tail -1 "$work/halo.jsonl" >> "$summary" 2>/dev/null
-# The same with TF32 tensor-op GEMM (--gemm-precision tf32), for the record; 5 epochs.
+# The same with TF32 tensor-op GEMM (--matmul-precision tf32), for the record; 5 epochs.
 timeout 120 "$b/bin/halo" train "$work/products" --device cuda --layers 3 --hidden 256 --dropout 0.5 \
-  --epochs 5 --eval-every 5 -q --gemm-precision tf32 --log "$work/halo-tf32.jsonl" > "$out/halo-train-tf32.txt" 2>&1 ||
-  say "halo train --gemm-precision tf32 failed"
+  --epochs 5 --eval-every 5 -q --matmul-precision tf32 --log "$work/halo-tf32.jsonl" > "$out/halo-train-tf32.txt" 2>&1 ||
+  say "halo train --matmul-precision tf32 failed"
 tail -1 "$work/halo-tf32.jsonl" >> "$summary" 2>/dev/null
 timeout 240 python3 tools/bench/pyg_gcn.py "$work/products" --epochs 10 > "$out/pyg.json" 2> "$out/pyg.err" || say "PyG run failed"
 tail -1 "$out/pyg.json" >> "$summary"

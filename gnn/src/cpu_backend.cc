@@ -38,11 +38,11 @@ void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* c
 
 }  // namespace
 
-void CpuBackend::set_gemm_precision(GemmPrecision p) {
-  if (p == GemmPrecision::kTf32)
-    throw SystemError("--gemm-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
-  if (p == GemmPrecision::kBf16 && !detail::bf16_gemm_supported())
-    throw SystemError("--gemm-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use fp32");
+void CpuBackend::set_matmul_precision(MatmulPrecision p) {
+  if (p == MatmulPrecision::kTf32)
+    throw SystemError("--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
+  if (p == MatmulPrecision::kBf16 && !detail::bf16_gemm_supported())
+    throw SystemError("--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use fp32");
   precision_ = p;
 }
 
@@ -50,7 +50,7 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
                       float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
-  if (precision_ == GemmPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
+  if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
   if (k == 0) {
     if (beta == 0) fill(C, 0);
     else for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;

@@ -10,9 +10,10 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::kCpu; }
   const char* name() const override { return "cpu"; }
   void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
+  void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
   // fp32 (OpenBLAS) or bf16 (halo's AVX-512 BF16 kernel, where the CPU has it).
-  void set_gemm_precision(GemmPrecision p) override;
-  GemmPrecision gemm_precision() const override { return precision_; }
+  void set_matmul_precision(MatmulPrecision p) override;
+  MatmulPrecision matmul_precision() const override { return precision_; }
   void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
             const MatrixView& C) override;
   void add_bias(const MatrixView& Y, const float* b) override;
@@ -53,7 +54,7 @@ class CpuBackend final : public Backend {
   void fill(const MatrixView& X, float v) override;
 
  private:
-  GemmPrecision precision_ = GemmPrecision::kFp32;
+  MatmulPrecision precision_ = MatmulPrecision::kFp32;
 };
 
 }  // namespace halo

@@ -461,14 +461,14 @@ void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is its
   // transpose in column-major, so B goes first with the same transpose flags, ld = its cols.
   const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (precision_ == GemmPrecision::kFp32) {
+  if (precision_ == MatmulPrecision::kFp32) {
     HALO_CUBLAS_CHECK(cublasSgemm(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data, int(B.cols), A.data,
                                   int(A.cols), &beta, C.data, int(C.cols)));
     return;
   }
   // float32 storage, inputs rounded to TF32 or BF16 on the tensor cores, float32 sums.
   const cublasComputeType_t compute =
-      precision_ == GemmPrecision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF;
+      precision_ == MatmulPrecision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF;
   HALO_CUBLAS_CHECK(cublasGemmEx(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data, CUDA_R_32F, int(B.cols),
                                  A.data, CUDA_R_32F, int(A.cols), &beta, C.data, CUDA_R_32F, int(C.cols), compute,
                                  CUBLAS_GEMM_DEFAULT));

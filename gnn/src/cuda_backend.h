@@ -57,8 +57,8 @@ class CudaBackend final : public Backend {
   const char* name() const override { return "cuda"; }
   void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
   // fp32 (cublasSgemm), tf32 or bf16 (cublasGemmEx with the matching fast compute type).
-  void set_gemm_precision(GemmPrecision p) override { precision_ = p; }
-  GemmPrecision gemm_precision() const override { return precision_; }
+  void set_matmul_precision(MatmulPrecision p) override { precision_ = p; }
+  MatmulPrecision matmul_precision() const override { return precision_; }
   void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
             const MatrixView& C) override;
   void add_bias(const MatrixView& Y, const float* b) override;
@@ -116,7 +116,7 @@ class CudaBackend final : public Backend {
   // Destroys the plans, handles and stream (errors ignored).
   void release() noexcept;
 
-  GemmPrecision precision_ = GemmPrecision::kFp32;
+  MatmulPrecision precision_ = MatmulPrecision::kFp32;
 
   // The scratch buffer, at least `bytes` long (temporaries of one op: partial sums, uploaded
   // per-column statistics, sort buffers). Reused by the next op in stream order.

@@ -7,17 +7,17 @@
 
 namespace halo {
 
-GemmPrecision parse_gemm_precision(const std::string& s) {
-  if (s == "fp32") return GemmPrecision::kFp32;
-  if (s == "tf32") return GemmPrecision::kTf32;
-  if (s == "bf16") return GemmPrecision::kBf16;
-  throw ParamError("--gemm-precision must be fp32, tf32 or bf16 (got '" + s + "')");
+MatmulPrecision parse_matmul_precision(const std::string& s) {
+  if (s == "fp32") return MatmulPrecision::kFp32;
+  if (s == "tf32") return MatmulPrecision::kTf32;
+  if (s == "bf16") return MatmulPrecision::kBf16;
+  throw ParamError("--matmul-precision must be fp32, tf32 or bf16 (got '" + s + "')");
 }
 
-const char* to_string(GemmPrecision p) {
+const char* to_string(MatmulPrecision p) {
   switch (p) {
-    case GemmPrecision::kTf32: return "tf32";
-    case GemmPrecision::kBf16: return "bf16";
+    case MatmulPrecision::kTf32: return "tf32";
+    case MatmulPrecision::kBf16: return "bf16";
     default: return "fp32";
   }
 }

@@ -1,4 +1,4 @@
-// The CPU's mixed-precision GEMM (--gemm-precision bf16): inputs rounded to bfloat16, products
+// The CPU's mixed-precision GEMM (--matmul-precision bf16): inputs rounded to bfloat16, products
 // summed in float32 by AVX-512 BF16's dot-product instruction, twice FP32's arithmetic rate on
 // the same cores. Internal to the CPU backend; compiled with the AVX-512 BF16 target flags and
 // only ever entered after bf16_gemm_supported() said yes.

@@ -156,11 +156,14 @@ SparseView row_slice(const SparseView& a, std::int64_t begin, std::int64_t end) 
 }
 
 // Y = A X where the halo rows of X (rows [owned, all)) arrive through the exchange: the inner
-// rows of Y, which read owned rows only, are aggregated while the halo is in flight.
+// rows of Y, which read owned rows only, are aggregated while the halo is in flight. consume: X
+// is dead afterwards (the backend may round it in place; one process only, as the halo path
+// reads X twice).
 void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a, const MatrixView& x_all,
-                         const MatrixView& y, int layer, bool training) {
+                         const MatrixView& y, int layer, bool training, bool consume) {
   if (!g.exchange) {
-    be.spmm(a, x_all, y);
+    if (consume) be.spmm_consume(a, x_all, y);
+    else be.spmm(a, x_all, y);
     return;
   }
   g.exchange->forward_begin(x_all, layer, training);
@@ -173,9 +176,10 @@ void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a
 // into their owners' rows: the halo rows are computed first and sent while the owned rows are
 // computed. On return rows [0, owned) of d hold the complete gradient.
 void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const SparseView& at, const MatrixView& dy,
-                                   const MatrixView& d, int layer) {
+                                   const MatrixView& d, int layer, bool consume) {
   if (!g.exchange) {
-    be.spmm(at, dy, d);
+    if (consume) be.spmm_consume(at, dy, d);
+    else be.spmm(at, dy, d);
     return;
   }
   if (g.all > g.owned) be.spmm(row_slice(at, g.owned, g.all), dy, d.rows_range(g.owned, g.all));
@@ -199,7 +203,7 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
   if (transform_first) {
     const MatrixView t_all = shape(staging, g.all, out);
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
-    aggregate_with_halo(be, g, op.fwd, t_all, y, index, training);
+    aggregate_with_halo(be, g, op.fwd, t_all, y, index, training, /*consume=*/true);  // T is transient
   } else {
     const Source from{x.data, x.rows, x.cols, g.all, op.fwd.offsets};
     if (!static_x || !(z_from == from)) {
@@ -211,7 +215,7 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
         be.copy(x, xa.rows_range(0, g.owned));
       }
       z.resize(g.owned, in);
-      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training);
+      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training, /*consume=*/false);  // x lives on
       z_from = static_x ? from : Source{};
     }
     be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y);
@@ -319,7 +323,8 @@ MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, con
   MatrixView dx;
   if (transform_first) {
     const MatrixView dt = shape(spare, g.all, out);
-    aggregate_transpose_with_halo(be, g, op.bwd, dy, dt, index);
+    // dy is dead once d(T) is formed, except the caller's d(logits).
+    aggregate_transpose_with_halo(be, g, op.bwd, dy, dt, index, /*consume=*/!last);
     const MatrixView dt_own = dt.rows_range(0, g.owned);
     be.gemm(true, false, 1.f, input(sage ? ws.act : ws.grad[cur]), dt_own, 0.f, w.grad.view());
     ws.y_layer = -1;  // dx may overwrite it
@@ -333,7 +338,7 @@ MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, con
     const MatrixView dz = shape(spare, g.owned, in);
     be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dz);
     const MatrixView d_all = shape(ws.grad[cur], g.all, in);
-    aggregate_transpose_with_halo(be, g, op.bwd, dz, d_all, index);
+    aggregate_transpose_with_halo(be, g, op.bwd, dz, d_all, index, /*consume=*/true);
     dx = d_all.rows_range(0, g.owned);
     if (sage) {
       be.add(dx, dx_root);

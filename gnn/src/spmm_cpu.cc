@@ -70,6 +70,62 @@ __attribute__((target("avx512f"))) void spmm_rows_avx512(const SparseView& A, co
   }
 }
 
+// The same over X rounded to bfloat16 in place (spmm_consume): row i's halves are the first 2f
+// bytes of its row, so a row gathers half the cache lines.
+template <int NV>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void spmm_rows_bf16(const SparseView& A, const std::uint16_t* __restrict x,
+                                                        std::int64_t f, std::int64_t c0, std::int64_t w, float* y,
+                                                        std::int64_t r0, std::int64_t r1, EdgeId distance, int lines) {
+  const EdgeId nnz = A.nnz();
+  const std::int64_t stride = 2 * f;  // bfloat16 slots per row
+  const __mmask16 tail = __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    __m512 acc[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
+    for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
+      if (k + distance < nnz) {
+        const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * stride + c0);
+        for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
+      }
+      const __m512 wt = _mm512_set1_ps(A.values[k]);
+      const std::uint16_t* __restrict xr = x + std::int64_t(A.indices[k]) * stride + c0;
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) {
+        const __m256i h = v + 1 < NV ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + 16 * v))
+                                     : _mm256_maskz_loadu_epi16(tail, xr + 16 * v);
+        // (maskz forms: GCC 12 warns about the unmasked ones' undefined pass-through operand)
+        const __m512i wide = _mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), h);
+        const __m512 xv = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(__mmask16(0xffff), wide, 16));
+        acc[v] = _mm512_fmadd_ps(wt, xv, acc[v]);
+      }
+    }
+    float* yr = y + r * f + c0;
+#pragma GCC unroll 16
+    for (int v = 0; v + 1 < NV; ++v) _mm512_storeu_ps(yr + 16 * v, acc[v]);
+    _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, acc[NV - 1]);
+  }
+}
+
+// Rounds row r of X (f floats) to bfloat16, nearest even, into the row's own first 2f bytes:
+// each 32-float chunk is read before any write reaches it.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_to_bf16(float* x, std::int64_t f,
+                                                                                        std::int64_t r0,
+                                                                                        std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    float* row = x + r * f;
+    auto* out = reinterpret_cast<std::uint16_t*>(row);
+    for (std::int64_t c = 0; c < f; c += 32) {
+      const std::int64_t n = std::min<std::int64_t>(32, f - c);
+      const __mmask16 lo = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
+      const __mmask16 hi = __mmask16(n >= 32 ? 0xffff : n > 16 ? (1u << (n - 16)) - 1u : 0u);
+      const __m512 a = _mm512_maskz_loadu_ps(lo, row + c), b = _mm512_maskz_loadu_ps(hi, row + c + 16);
+      const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+      _mm512_mask_storeu_epi16(out + c, n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1u, h);
+    }
+  }
+}
+
 using RowsKernel = void (*)(const SparseView&, const float*, std::int64_t, std::int64_t, std::int64_t, float*,
                             std::int64_t, std::int64_t, EdgeId, int);
 
@@ -79,7 +135,25 @@ constexpr RowsKernel pick_kernel(int nv, std::integer_sequence<int, NV...>) {
   ((nv == NV + 1 ? (k = &spmm_rows_avx512<NV + 1>, 0) : 0), ...);
   return k;
 }
+
+using Bf16Kernel = void (*)(const SparseView&, const std::uint16_t*, std::int64_t, std::int64_t, std::int64_t, float*,
+                            std::int64_t, std::int64_t, EdgeId, int);
+
+template <int... NV>
+constexpr Bf16Kernel pick_bf16_kernel(int nv, std::integer_sequence<int, NV...>) {
+  Bf16Kernel k = nullptr;
+  ((nv == NV + 1 ? (k = &spmm_rows_bf16<NV + 1>, 0) : 0), ...);
+  return k;
+}
 #endif
+
+// Prefetch distance (nonzeros ahead) and cache lines per gathered row for a block of `bytes`
+// bytes per row (see the top of the file).
+std::pair<EdgeId, int> prefetch_plan(std::int64_t bytes) {
+  const bool wide = bytes > 512;
+  return {std::clamp<EdgeId>((wide ? 8192 : 4096) / bytes, 4, 16),
+          int(std::min<std::int64_t>(wide ? 16 : 4, (bytes + 63) / 64))};
+}
 
 }  // namespace
 
@@ -90,9 +164,7 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
   const EdgeId nnz = A.nnz();
   for (std::int64_t c0 = 0; c0 < f; c0 += kBlock) {
     const std::int64_t w = std::min(kBlock, f - c0);
-    const bool wide = w > 128;
-    const EdgeId distance = std::clamp<EdgeId>((wide ? 8192 : 4096) / (w * 4), 4, 16);
-    const int lines = int(std::min<std::int64_t>(wide ? 16 : 4, (w * 4 + 63) / 64));
+    const auto [distance, lines] = prefetch_plan(w * 4);
 #if HALO_SPMM_AVX512
     if (has_avx512()) {
       const RowsKernel kernel = pick_kernel(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
@@ -119,6 +191,29 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
       std::memcpy(Y.data + r * f + c0, acc, sizeof(float) * std::size_t(w));
     }
   }
+}
+
+void CpuBackend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+#if HALO_SPMM_AVX512
+  // bf16 implies AVX-512 BF16 (set_matmul_precision checked it), hence AVX-512F.
+  if (precision_ == MatmulPrecision::kBf16) {
+    constexpr std::int64_t kBlock = 256;
+    const std::int64_t f = X.cols;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < X.rows; r += 64) round_rows_to_bf16(X.data, f, r, std::min(X.rows, r + 64));
+    const auto* x = reinterpret_cast<const std::uint16_t*>(X.data);
+    for (std::int64_t c0 = 0; c0 < f; c0 += kBlock) {
+      const std::int64_t w = std::min(kBlock, f - c0);
+      const auto [distance, lines] = prefetch_plan(w * 2);
+      const Bf16Kernel kernel = pick_bf16_kernel(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
+#pragma omp parallel for schedule(dynamic, 1)
+      for (std::int64_t r = 0; r < A.rows; r += 32)
+        kernel(A, x, f, c0, w, Y.data, r, std::min(A.rows, r + 32), distance, lines);
+    }
+    return;
+  }
+#endif
+  spmm(A, X, Y);
 }
 
 }  // namespace halo

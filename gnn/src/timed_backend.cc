@@ -40,6 +40,9 @@ std::string TimedBackend::report() const {
 void TimedBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   timed("spmm", [&] { inner_.spmm(A, X, Y); });
 }
+void TimedBackend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+  timed("spmm", [&] { inner_.spmm_consume(A, X, Y); });
+}
 void TimedBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
                         const MatrixView& C) {
   timed("gemm", [&] { inner_.gemm(ta, tb, alpha, A, B, beta, C); });

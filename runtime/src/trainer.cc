@@ -50,7 +50,7 @@ void TrainOptions::check() const {
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
   if (device != "cpu" && device != "cuda" && device != "auto") throw ParamError("--device must be cpu, cuda or auto");
   if (halo_dtype != "f32" && halo_dtype != "bf16") throw ParamError("--halo-dtype must be f32 or bf16");
-  parse_gemm_precision(gemm_precision);
+  parse_matmul_precision(matmul_precision);
   if (halo_staleness != 0 && halo_staleness != 1) throw ParamError("--halo-staleness must be 0 or 1");
 }
 
@@ -134,7 +134,7 @@ json TrainSummary::to_json() const {
             {"test_mean", test_mean},    {"test_std", test_std},
             {"runs", runs.size()},       {"epoch_time_median_s", epoch_time_median_s},
             {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks},
-            {"gemm_precision", gemm_precision}};
+            {"matmul_precision", matmul_precision}};
   if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;
   if (ranks > 1) {
     j["halo_bytes_per_epoch"] = halo_bytes_per_epoch;
@@ -381,7 +381,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   }
   Communicator& xcomm = nccl ? *nccl : comm;
   Backend& base = gpu ? cuda_backend() : cpu_backend();
-  base.set_gemm_precision(parse_gemm_precision(opt.gemm_precision));  // every run sets it: the backend is shared
+  base.set_matmul_precision(parse_matmul_precision(opt.matmul_precision));  // every run sets it: the backend is shared
   TimedBackend timed(base);
   Backend& be = opt.profile ? static_cast<Backend&>(timed) : base;
   Matrix x_dev;
@@ -626,7 +626,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   mean_std(valid, &summary.valid_mean, &summary.valid_std);
   mean_std(test, &summary.test_mean, &summary.test_std);
   summary.epoch_time_median_s = median(times);
-  summary.gemm_precision = opt.gemm_precision;
+  summary.matmul_precision = opt.matmul_precision;
   double rss = double(peak_rss_bytes()) / (1 << 20);
   comm.allreduce(&rss, 1, ReduceOp::kMax);
   summary.peak_rss_mb = rss;

@@ -103,7 +103,7 @@ TEST(CpuBackend, GemmAllTransposes) {
 }
 
 // bfloat16 rounding written from its definition (nearest, ties to even; subnormals to zero as
-// the instruction does): the oracle for the inputs --gemm-precision bf16 multiplies.
+// the instruction does): the oracle for the inputs --matmul-precision bf16 multiplies.
 float bf16(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
@@ -120,12 +120,12 @@ struct Bf16Scope {
   std::string unavailable;
   Bf16Scope() {
     try {
-      cpu_backend().set_gemm_precision(GemmPrecision::kBf16);
+      cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
     } catch (const SystemError& e) {
       unavailable = e.what();
     }
   }
-  ~Bf16Scope() { cpu_backend().set_gemm_precision(GemmPrecision::kFp32); }
+  ~Bf16Scope() { cpu_backend().set_matmul_precision(MatmulPrecision::kFp32); }
 };
 
 TEST(CpuBackend, Bf16GemmIsExactOnRoundedInputsAtTileBoundaries) {
@@ -198,18 +198,52 @@ TEST(CpuBackend, Bf16GemmIsDeterministicAndLargeTransposedOutputsStayFp32) {
   const Matrix X = random_matrix(3, 2100, 3), Y = random_matrix(3, 2100, 4);
   Matrix big(2100, 2100), big32(2100, 2100);
   be.gemm(true, false, 1.f, X.view(), Y.view(), 0.f, big.view());
-  be.set_gemm_precision(GemmPrecision::kFp32);
+  be.set_matmul_precision(MatmulPrecision::kFp32);
   be.gemm(true, false, 1.f, X.view(), Y.view(), 0.f, big32.view());
   EXPECT_EQ(big.storage(), big32.storage());
 }
 
-TEST(CpuBackend, GemmPrecisionNames) {
-  EXPECT_EQ(parse_gemm_precision("bf16"), GemmPrecision::kBf16);
-  EXPECT_STREQ(to_string(parse_gemm_precision("tf32")), "tf32");
-  EXPECT_THROW(parse_gemm_precision("fp16"), ParamError);
+// spmm_consume: plain spmm (X untouched) in fp32; in bf16 the aggregation of X rounded to
+// bfloat16, at widths around the 16-lane vector, the 32-float conversion chunk and the
+// 256-column block.
+TEST(CpuBackend, SpmmConsumeRoundsItsDeadInputOnlyInBf16) {
+  Backend& be = cpu_backend();
+  const SparseMatrix A = skewed_operator(400, 6);
+  for (std::int64_t f : {1, 15, 17, 33, 40, 256, 300}) {
+    const std::string what = "f=" + std::to_string(f);
+    const Matrix X = random_matrix(400, f, std::uint32_t(f));
+    Matrix X1 = X, Y1(400, f), Y2(400, f);
+    be.spmm(A.view(), X.view(), Y1.view());
+    be.spmm_consume(A.view(), X1.view(), Y2.view());
+    EXPECT_EQ(Y1.storage(), Y2.storage()) << what;
+    EXPECT_EQ(X1.storage(), X.storage()) << what;
+    Bf16Scope scope;
+    if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+    Matrix Xr = X;
+    for (auto& v : Xr.storage()) v = bf16(v);
+    const Matrix want = ref::spmm(A.view(), Xr);
+    Matrix X2 = X, Y3(400, f);
+    be.spmm_consume(A.view(), X2.view(), Y3.view());
+    double worst_vs_exact = 0;
+    for (std::int64_t r = 0; r < 400; ++r) {
+      double mag = 0;
+      for (EdgeId e = A.offsets[std::size_t(r)]; e < A.offsets[std::size_t(r) + 1]; ++e) mag += std::abs(A.values[std::size_t(e)]);
+      for (std::int64_t c = 0; c < f; ++c) {
+        ASSERT_NEAR(Y3.at(r, c), want.at(r, c), 1e-5 * (1 + 4 * mag)) << what << " at " << r << "," << c;
+        worst_vs_exact = std::max(worst_vs_exact, double(std::abs(Y3.at(r, c) - Y1.at(r, c))));
+      }
+    }
+    EXPECT_GT(worst_vs_exact, 1e-4) << what << ": the input was not rounded";
+  }
+}
+
+TEST(CpuBackend, MatmulPrecisionNames) {
+  EXPECT_EQ(parse_matmul_precision("bf16"), MatmulPrecision::kBf16);
+  EXPECT_STREQ(to_string(parse_matmul_precision("tf32")), "tf32");
+  EXPECT_THROW(parse_matmul_precision("fp16"), ParamError);
   // TF32 is a tensor-core format: the CPU says so instead of computing something else.
-  EXPECT_THROW(cpu_backend().set_gemm_precision(GemmPrecision::kTf32), SystemError);
-  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kFp32);
+  EXPECT_THROW(cpu_backend().set_matmul_precision(MatmulPrecision::kTf32), SystemError);
+  EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kFp32);
 }
 
 // The fused batch-norm activation ops give the bits of the ops they replace (which the base

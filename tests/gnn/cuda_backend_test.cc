@@ -193,7 +193,7 @@ TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {
   expect_bitwise(dY.to_host(), std::vector<float>(140, 0.f), "empty spmm");
 }
 
-// --gemm-precision on the GPU: bf16 (cuBLAS's BF16 tensor-op path) agrees with the CPU's bf16
+// --matmul-precision on the GPU: bf16 (cuBLAS's BF16 tensor-op path) agrees with the CPU's bf16
 // kernel, since both round the inputs to nearest-even bfloat16 and sum in float32; tf32 lies
 // between bf16 and fp32. Precision is restored to fp32 on both after.
 TEST_F(CudaBackendTest, GemmReducedPrecisionMatchesTheCpuKernel) {
@@ -203,21 +203,21 @@ TEST_F(CudaBackendTest, GemmReducedPrecisionMatchesTheCpuKernel) {
   Matrix exact(300, 40);
   cpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, exact.view());
   Matrix dC(300, 40, 0.f, Device::kCuda);
-  gpu.set_gemm_precision(GemmPrecision::kTf32);
+  gpu.set_matmul_precision(MatmulPrecision::kTf32);
   gpu.gemm(false, false, 1.f, dA.view(), dB.view(), 0.f, dC.view());
   expect_close(dC.to_host(), exact.storage(), 1e-2, 1e-2, "tf32 vs fp32");
-  gpu.set_gemm_precision(GemmPrecision::kBf16);
+  gpu.set_matmul_precision(MatmulPrecision::kBf16);
   gpu.gemm(false, false, 1.f, dA.view(), dB.view(), 0.f, dC.view());
   const std::vector<float> gpu_bf16 = dC.to_host();
-  gpu.set_gemm_precision(GemmPrecision::kFp32);
+  gpu.set_matmul_precision(MatmulPrecision::kFp32);
   try {
-    cpu.set_gemm_precision(GemmPrecision::kBf16);
+    cpu.set_matmul_precision(MatmulPrecision::kBf16);
   } catch (const SystemError& e) {
     GTEST_SKIP() << "no CPU bf16 kernel to compare with: " << e.what();
   }
   Matrix C(300, 40);
   cpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
-  cpu.set_gemm_precision(GemmPrecision::kFp32);
+  cpu.set_matmul_precision(MatmulPrecision::kFp32);
   expect_close(gpu_bf16, C.storage(), 1e-3, 1e-3, "bf16: GPU vs CPU");
 }
 

@@ -79,8 +79,8 @@ TEST(Trainer, SameSeedSameLossesBitForBit) {
 
 TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   try {
-    cpu_backend().set_gemm_precision(GemmPrecision::kBf16);
-    cpu_backend().set_gemm_precision(GemmPrecision::kFp32);
+    cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
+    cpu_backend().set_matmul_precision(MatmulPrecision::kFp32);
   } catch (const SystemError& e) {
     GTEST_SKIP() << e.what();
   }
@@ -93,13 +93,13 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   std::ostringstream out;
   o.log = t / "fp32.jsonl";
   const TrainSummary exact = train_dataset(cora(), o, out);
-  o.gemm_precision = "bf16";
+  o.matmul_precision = "bf16";
   o.log = t / "bf16.jsonl";
   const TrainSummary mixed = train_dataset(cora(), o, out);
   o.log = t / "bf16-again.jsonl";
   train_dataset(cora(), o, out);
-  EXPECT_EQ(mixed.gemm_precision, "bf16");
-  EXPECT_EQ(read_log(t / "bf16.jsonl").back()["gemm_precision"], "bf16");
+  EXPECT_EQ(mixed.matmul_precision, "bf16");
+  EXPECT_EQ(read_log(t / "bf16.jsonl").back()["matmul_precision"], "bf16");
   const auto a = read_log(t / "fp32.jsonl"), b = read_log(t / "bf16.jsonl"), c = read_log(t / "bf16-again.jsonl");
   ASSERT_EQ(a.size(), b.size());
   // Rounding the GEMM inputs to 8 bits of mantissa moves the early losses by well under 5%;
@@ -114,12 +114,12 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   }
   EXPECT_GT(differ, 0) << "bf16 losses equal fp32's bit for bit: the kernel was not used";
   EXPECT_NEAR(mixed.test_mean, exact.test_mean, 0.03);
-  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kBf16);
-  o.gemm_precision = "fp32";
+  EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kBf16);
+  o.matmul_precision = "fp32";
   o.log.clear();
   o.epochs = 1;
   train_dataset(cora(), o, out);
-  EXPECT_EQ(cpu_backend().gemm_precision(), GemmPrecision::kFp32) << "every run sets the shared backend's precision";
+  EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kFp32) << "every run sets the shared backend's precision";
 }
 
 TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
@@ -276,9 +276,9 @@ TEST(Trainer, BadOptionsAreParameterErrors) {
   o.resume = true;
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
   o.resume = false;
-  o.gemm_precision = "fp16";
+  o.matmul_precision = "fp16";
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
-  o.gemm_precision = "tf32";  // a tensor-core format: the CPU refuses rather than compute fp32
+  o.matmul_precision = "tf32";  // a tensor-core format: the CPU refuses rather than compute fp32
   EXPECT_THROW(train_dataset(cora(), o, out), SystemError);
   TempDir t;
   convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});

@@ -5,8 +5,8 @@
 # run; plus halo's SpMM effective bandwidth against a STREAM triad measured in the same run.
 # Both trainings read the graph renumbered by `halo reorder` (METIS parts of 4096 nodes numbered
 # contiguously: the generator's ids are random, which no real dataset's are); the SpMM figures
-# are given for both node orders. halo trains twice: FP32 GEMM (the default, PyTorch's
-# arithmetic) and --gemm-precision bf16 when the CPU has AVX-512 BF16 (mixed precision, as
+# are given for both node orders. halo trains twice: FP32 (the default, PyTorch's
+# arithmetic) and --matmul-precision bf16 when the CPU has AVX-512 BF16 (mixed precision, as
 # torch.set_float32_matmul_precision("medium") allows).
 #
 #   tools/bench/train.sh [WORKDIR] [EPOCHS] [ROUNDS]
@@ -36,14 +36,14 @@ fi
 bf16=1
 for ((r = 1; r <= rounds; ++r)); do
   "$bin/halo" train "$dsm" --preset ogbn-arxiv-gcn --epochs "$epochs" --eval-every "$epochs" \
-    --threads "$threads" --log "$work/halo-train.$r.jsonl" -q > "$work/halo-train.out"
+    --threads "$threads" --log "$work/halo-train.$r.jsonl" -q > "$work/halo-train.out" 2>&1
   rm -f "$work/halo-train-bf16.$r.jsonl"
   if ((bf16)) && ! "$bin/halo" train "$dsm" --preset ogbn-arxiv-gcn --epochs "$epochs" --eval-every "$epochs" \
-      --threads "$threads" --gemm-precision bf16 --log "$work/halo-train-bf16.$r.jsonl" -q > "$work/halo-train-bf16.out" 2>&1; then
+      --threads "$threads" --matmul-precision bf16 --log "$work/halo-train-bf16.$r.jsonl" -q > "$work/halo-train-bf16.out" 2>&1; then
     echo "(no bf16 runs: $(tail -1 "$work/halo-train-bf16.out"))"
     bf16=0
   fi
-  /usr/bin/python3 tools/bench/train_torch.py "$dsm" --epochs "$epochs" --threads "$threads" > "$work/torch-train.$r.json"
+  /usr/bin/python3 tools/bench/train_torch.py "$dsm" --epochs "$epochs" --threads "$threads" > "$work/torch-train.$r.json" 2> "$work/torch-train.err"
 done
 OMP_NUM_THREADS=$threads "$bin/halo_bench_stream" > "$work/stream.json"
 OMP_NUM_THREADS=$threads "$bin/halo_bench_spmm" "$dsm" > "$work/spmm.jsonl"
@@ -73,7 +73,7 @@ for i, (h, b, t) in enumerate(rows, 1):
 med = lambda xs: statistics.median(xs)
 t_rss = med([t["peak_rss_mb"] for _, _, t in rows])
 print(f"PyTorch {rows[0][2]['torch_version']}: final loss {rows[-1][2]['final_loss']:.4f}, peak RSS {t_rss:.0f} MiB")
-for name, k in (("halo, fp32 GEMM", 0), ("halo, bf16 GEMM", 1)):
+for name, k in (("halo, fp32", 0), ("halo, bf16 matmul", 1)):
     if any(r[k] is None for r in rows):
         continue
     ratio = med([r[k]["epoch_time_median_s"] / r[2]["epoch_time_median_s"] for r in rows])

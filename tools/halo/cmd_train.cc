@@ -17,7 +17,7 @@ namespace halo::cli {
 Action add_train(CLI::App& app) {
   struct Args {
     std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, halo_dtype = "f32", device = "cpu",
-                gemm_precision = "fp32";
+                matmul_precision = "fp32";
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10, staleness = 0;
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
@@ -78,11 +78,11 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.profile = a->profile; });
   over(cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")->capture_default_str(),
        [a](TrainOptions& t) { t.device = a->device; });
-  over(cmd->add_option("--gemm-precision", a->gemm_precision,
-                       "Inputs of the dense products: fp32 (exact) | bf16 (CPU with AVX-512 BF16, or GPU) | tf32 "
+  over(cmd->add_option("--matmul-precision", a->matmul_precision,
+                       "Inputs of the matrix products: fp32 (exact) | bf16 (CPU with AVX-512 BF16, or GPU) | tf32 "
                        "(GPU); sums stay float32")
            ->capture_default_str(),
-       [a](TrainOptions& t) { t.gemm_precision = a->gemm_precision; });
+       [a](TrainOptions& t) { t.matmul_precision = a->matmul_precision; });
   over(cmd->add_option("--halo-dtype", a->halo_dtype, "Halo payload: f32 (exact) | bf16 (half the bytes)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_dtype = a->halo_dtype; });

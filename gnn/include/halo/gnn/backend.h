@@ -37,15 +37,16 @@ struct AdamStep {
   std::int64_t step = 1;     // 1-based, for bias correction
 };
 
-// Arithmetic of the dense products (GEMM), the one place a backend may trade precision for
-// speed, and only when asked: fp32 everywhere by default. tf32 (CUDA tensor cores: 10-bit
-// mantissa inputs) and bf16 (8-bit mantissa inputs; AVX-512 BF16 on the CPU, tensor cores on
-// CUDA) round the inputs of each product and sum in float32, as torch's
-// set_float32_matmul_precision("high" / "medium") allows. Everything else stays float32.
-enum class GemmPrecision { kFp32, kTf32, kBf16 };
+// Arithmetic of the matrix products, the one place a backend may trade precision for speed, and
+// only when asked: fp32 everywhere by default. tf32 (CUDA tensor cores: 10-bit mantissa inputs)
+// and bf16 (8-bit mantissa inputs) round the inputs of a product and sum in float32, as torch's
+// set_float32_matmul_precision("high" / "medium") allows: GEMM inputs (AVX-512 BF16 on the CPU,
+// tensor cores on CUDA) and, on the CPU in bf16, the dense input of spmm_consume. A backend may
+// compute more precisely than asked, never less. Everything else stays float32.
+enum class MatmulPrecision { kFp32, kTf32, kBf16 };
 // "fp32" | "tf32" | "bf16"; throws ParamError naming the flag otherwise.
-GemmPrecision parse_gemm_precision(const std::string& s);
-const char* to_string(GemmPrecision p);
+MatmulPrecision parse_matmul_precision(const std::string& s);
+const char* to_string(MatmulPrecision p);
 
 // A dropout's keep mask as bits, so that backward replays its forward's mask instead of running
 // the RNG again: element (r, c) is kept iff bit c % 64 of words[r * ceil(cols / 64) + c / 64] is
@@ -65,11 +66,14 @@ class Backend {
 
   // Y = A X. A: r x k, X: k x f, Y: r x f (overwritten). Y must not alias X.
   virtual void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
-  // Sets the arithmetic of gemm from now on (process-wide for the shared backends); throws
-  // SystemError naming the reason when this backend or machine cannot compute in it.
-  virtual void set_gemm_precision(GemmPrecision p) = 0;
-  virtual GemmPrecision gemm_precision() const = 0;
-  // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb, in gemm_precision(). C must
+  // spmm when X is dead afterwards: a backend may overwrite X. With bf16 precision the CPU rounds
+  // X to bfloat16 in place and gathers half the bytes (sums stay float32); the default is spmm.
+  virtual void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) { spmm(A, X, Y); }
+  // Sets the arithmetic of the products from now on (process-wide for the shared backends);
+  // throws SystemError naming the reason when this backend or machine cannot compute in it.
+  virtual void set_matmul_precision(MatmulPrecision p) = 0;
+  virtual MatmulPrecision matmul_precision() const = 0;
+  // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb, in matmul_precision(). C must
   // not alias A or B.
   virtual void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
                     float beta, const MatrixView& C) = 0;

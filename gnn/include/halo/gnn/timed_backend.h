@@ -24,8 +24,9 @@ class TimedBackend final : public Backend {
   Device device() const override { return inner_.device(); }
   const char* name() const override { return inner_.name(); }
   void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
-  void set_gemm_precision(GemmPrecision p) override { inner_.set_gemm_precision(p); }
-  GemmPrecision gemm_precision() const override { return inner_.gemm_precision(); }
+  void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) override;
+  void set_matmul_precision(MatmulPrecision p) override { inner_.set_matmul_precision(p); }
+  MatmulPrecision matmul_precision() const override { return inner_.matmul_precision(); }
   void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
             const MatrixView& C) override;
   void add_bias(const MatrixView& Y, const float* b) override;

@@ -34,7 +34,7 @@ struct TrainOptions {
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
   std::string device = "cpu";      // cpu | cuda | auto (cuda when a GPU is visible)
-  std::string gemm_precision = "fp32";  // fp32 | tf32 (CUDA) | bf16: the dense products' inputs
+  std::string matmul_precision = "fp32";  // fp32 | tf32 (CUDA) | bf16: the products' inputs
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   std::string halo_dtype = "f32";  // f32 | bf16: payload of the halo exchange
   int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
@@ -72,7 +72,7 @@ struct TrainSummary {
   double epoch_time_median_s = 0;
   double peak_rss_mb = 0;           // the largest over ranks
   double peak_gpu_mb = 0;           // GPU memory halo allocated at most (CUDA runs; largest rank)
-  std::string gemm_precision = "fp32";
+  std::string matmul_precision = "fp32";
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
   double halo_bytes_per_epoch = 0;   // all ranks together, one training step
