@@ -32,52 +32,34 @@ namespace halo {
 namespace {
 
 #if HALO_SPMM_AVX512
+#define HALO_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
 bool has_avx512() {
   static const bool yes = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
   }();
   return yes;
 }
 
-// Rows [r0, r1) of Y[:, c0, c0 + w) = A X[:, c0, c0 + w), w <= 16 NV, sums in NV registers.
-template <int NV>
-__attribute__((target("avx512f"))) void spmm_rows_avx512(const SparseView& A, const float* __restrict x,
-                                                          std::int64_t f, std::int64_t c0, std::int64_t w,
-                                                          float* y, std::int64_t r0, std::int64_t r1,
-                                                          EdgeId distance, int lines) {
-  const EdgeId nnz = A.nnz();
-  const __mmask16 tail = __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
-  for (std::int64_t r = r0; r < r1; ++r) {
-    __m512 acc[NV];
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
-    for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
-      if (k + distance < nnz) {
-        const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * f + c0);
-        for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
-      }
-      const __m512 wt = _mm512_set1_ps(A.values[k]);
-      const float* __restrict xr = x + std::int64_t(A.indices[k]) * f + c0;
-#pragma GCC unroll 16
-      for (int v = 0; v + 1 < NV; ++v) acc[v] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(xr + 16 * v), acc[v]);
-      acc[NV - 1] = _mm512_fmadd_ps(wt, _mm512_maskz_loadu_ps(tail, xr + 16 * (NV - 1)), acc[NV - 1]);
-    }
-    float* yr = y + r * f + c0;
-#pragma GCC unroll 16
-    for (int v = 0; v + 1 < NV; ++v) _mm512_storeu_ps(yr + 16 * v, acc[v]);
-    _mm512_mask_storeu_ps(yr + 16 * (NV - 1), tail, acc[NV - 1]);
-  }
+// 16 elements of a row of X as floats (the lanes outside `mask` zero): float rows as they are,
+// bfloat16 rows (X rounded in place by spmm_consume) widened exactly.
+HALO_AVX512 inline __m512 load16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+HALO_AVX512 inline __m512 load16(const std::uint16_t* p, __mmask16 mask) {
+  // (maskz forms: GCC 12 warns about the unmasked ones' undefined pass-through operand)
+  const __m512i wide = _mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), _mm256_maskz_loadu_epi16(mask, p));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(__mmask16(0xffff), wide, 16));
 }
 
-// The same over X rounded to bfloat16 in place (spmm_consume): row i's halves are the first 2f
-// bytes of its row, so a row gathers half the cache lines.
-template <int NV>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void spmm_rows_bf16(const SparseView& A, const std::uint16_t* __restrict x,
-                                                        std::int64_t f, std::int64_t c0, std::int64_t w, float* y,
-                                                        std::int64_t r0, std::int64_t r1, EdgeId distance, int lines) {
+// Rows [r0, r1) of Y[:, c0, c0 + w) = A X[:, c0, c0 + w), w <= 16 NV, sums in NV registers. X
+// holds T elements, `stride` of them per row: floats (stride f), or bfloat16 in the first half of
+// each float row (stride 2f), so a row gathers half the cache lines.
+template <class T, int NV>
+HALO_AVX512 void spmm_rows(const SparseView& A, const T* __restrict x, std::int64_t stride, std::int64_t f,
+                           std::int64_t c0, std::int64_t w, float* y, std::int64_t r0, std::int64_t r1,
+                           EdgeId distance, int lines) {
   const EdgeId nnz = A.nnz();
-  const std::int64_t stride = 2 * f;  // bfloat16 slots per row
   const __mmask16 tail = __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
   for (std::int64_t r = r0; r < r1; ++r) {
     __m512 acc[NV];
@@ -89,16 +71,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void spmm_rows_bf16(const S
         for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
       }
       const __m512 wt = _mm512_set1_ps(A.values[k]);
-      const std::uint16_t* __restrict xr = x + std::int64_t(A.indices[k]) * stride + c0;
+      const T* __restrict xr = x + std::int64_t(A.indices[k]) * stride + c0;
 #pragma GCC unroll 16
-      for (int v = 0; v < NV; ++v) {
-        const __m256i h = v + 1 < NV ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + 16 * v))
-                                     : _mm256_maskz_loadu_epi16(tail, xr + 16 * v);
-        // (maskz forms: GCC 12 warns about the unmasked ones' undefined pass-through operand)
-        const __m512i wide = _mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), h);
-        const __m512 xv = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(__mmask16(0xffff), wide, 16));
-        acc[v] = _mm512_fmadd_ps(wt, xv, acc[v]);
-      }
+      for (int v = 0; v < NV; ++v)
+        acc[v] = _mm512_fmadd_ps(wt, load16(xr + 16 * v, v + 1 < NV ? __mmask16(0xffff) : tail), acc[v]);
     }
     float* yr = y + r * f + c0;
 #pragma GCC unroll 16
@@ -126,23 +102,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_
   }
 }
 
-using RowsKernel = void (*)(const SparseView&, const float*, std::int64_t, std::int64_t, std::int64_t, float*,
-                            std::int64_t, std::int64_t, EdgeId, int);
+template <class T>
+using RowsKernel = void (*)(const SparseView&, const T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                            float*, std::int64_t, std::int64_t, EdgeId, int);
 
-template <int... NV>
-constexpr RowsKernel pick_kernel(int nv, std::integer_sequence<int, NV...>) {
-  RowsKernel k = nullptr;
-  ((nv == NV + 1 ? (k = &spmm_rows_avx512<NV + 1>, 0) : 0), ...);
-  return k;
-}
-
-using Bf16Kernel = void (*)(const SparseView&, const std::uint16_t*, std::int64_t, std::int64_t, std::int64_t, float*,
-                            std::int64_t, std::int64_t, EdgeId, int);
-
-template <int... NV>
-constexpr Bf16Kernel pick_bf16_kernel(int nv, std::integer_sequence<int, NV...>) {
-  Bf16Kernel k = nullptr;
-  ((nv == NV + 1 ? (k = &spmm_rows_bf16<NV + 1>, 0) : 0), ...);
+// spmm_rows<T, nv> for nv in 1..16.
+template <class T, int... NV>
+constexpr RowsKernel<T> pick_kernel(int nv, std::integer_sequence<int, NV...>) {
+  RowsKernel<T> k = nullptr;
+  ((nv == NV + 1 ? (k = &spmm_rows<T, NV + 1>, 0) : 0), ...);
   return k;
 }
 #endif
@@ -155,25 +123,34 @@ std::pair<EdgeId, int> prefetch_plan(std::int64_t bytes) {
           int(std::min<std::int64_t>(wide ? 16 : 4, (bytes + 63) / 64))};
 }
 
+#if HALO_SPMM_AVX512
+// Y = A X over X's T elements (stride per row), in column blocks of up to 256, 32 rows per task.
+template <class T>
+void spmm_avx512(const SparseView& A, const T* x, std::int64_t stride, std::int64_t f, float* y) {
+  for (std::int64_t c0 = 0; c0 < f; c0 += 256) {
+    const std::int64_t w = std::min<std::int64_t>(256, f - c0);
+    const auto [distance, lines] = prefetch_plan(w * std::int64_t(sizeof(T)));
+    const RowsKernel<T> kernel = pick_kernel<T>(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t r = 0; r < A.rows; r += 32)
+      kernel(A, x, stride, f, c0, w, y, r, std::min(A.rows, r + 32), distance, lines);
+  }
+}
+#endif
+
 }  // namespace
 
 void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   constexpr std::int64_t kBlock = 256;
   const std::int64_t f = X.cols;
   const float* __restrict x = X.data;
+#if HALO_SPMM_AVX512
+  if (has_avx512()) return spmm_avx512(A, x, f, f, Y.data);
+#endif
   const EdgeId nnz = A.nnz();
   for (std::int64_t c0 = 0; c0 < f; c0 += kBlock) {
     const std::int64_t w = std::min(kBlock, f - c0);
     const auto [distance, lines] = prefetch_plan(w * 4);
-#if HALO_SPMM_AVX512
-    if (has_avx512()) {
-      const RowsKernel kernel = pick_kernel(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
-#pragma omp parallel for schedule(dynamic, 1)
-      for (std::int64_t r = 0; r < A.rows; r += 32)
-        kernel(A, x, f, c0, w, Y.data, r, std::min(A.rows, r + 32), distance, lines);
-      continue;
-    }
-#endif
 #pragma omp parallel for schedule(dynamic, 32)
     for (std::int64_t r = 0; r < A.rows; ++r) {
       alignas(32) float acc[kBlock];
@@ -195,22 +172,12 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
 
 void CpuBackend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
 #if HALO_SPMM_AVX512
-  // bf16 implies AVX-512 BF16 (set_matmul_precision checked it), hence AVX-512F.
+  // bf16 implies AVX-512 BF16 (set_matmul_precision checked it), hence AVX-512 F, BW and VL.
   if (precision_ == MatmulPrecision::kBf16) {
-    constexpr std::int64_t kBlock = 256;
     const std::int64_t f = X.cols;
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < X.rows; r += 64) round_rows_to_bf16(X.data, f, r, std::min(X.rows, r + 64));
-    const auto* x = reinterpret_cast<const std::uint16_t*>(X.data);
-    for (std::int64_t c0 = 0; c0 < f; c0 += kBlock) {
-      const std::int64_t w = std::min(kBlock, f - c0);
-      const auto [distance, lines] = prefetch_plan(w * 2);
-      const Bf16Kernel kernel = pick_bf16_kernel(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
-#pragma omp parallel for schedule(dynamic, 1)
-      for (std::int64_t r = 0; r < A.rows; r += 32)
-        kernel(A, x, f, c0, w, Y.data, r, std::min(A.rows, r + 32), distance, lines);
-    }
-    return;
+    return spmm_avx512(A, reinterpret_cast<const std::uint16_t*>(X.data), 2 * f, f, Y.data);
   }
 #endif
   spmm(A, X, Y);
