@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gemm_bf16.h"
@@ -51,6 +53,11 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
   if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
+  // Tall FP32 products: halo's AVX-512 kernel (a quarter under OpenBLAS's time on the full-graph
+  // shapes); HALO_GEMM=openblas keeps them in OpenBLAS (for comparisons).
+  static const bool fp32_kernel = detail::fp32_gemm_supported() && !(std::getenv("HALO_GEMM") &&
+                                                                     std::string(std::getenv("HALO_GEMM")) == "openblas");
+  if (precision_ == MatmulPrecision::kFp32 && fp32_kernel && detail::gemm_fp32(ta, tb, alpha, A, B, beta, C)) return;
   if (k == 0) {
     if (beta == 0) fill(C, 0);
     else for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;

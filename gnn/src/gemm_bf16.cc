@@ -1,4 +1,7 @@
-// Mixed-precision GEMM on AVX-512 BF16 (see gemm_bf16.h).
+// GEMM on AVX-512: mixed precision with AVX-512 BF16, and the same blocking in FP32 for tall
+// products (see gemm_bf16.h). The FP32 twin (Fp32Math below) packs floats where bf16 packs pairs
+// and runs fused multiply-adds one k at a time; everything said below of pairs holds for it
+// with "one k" in place of "a pair".
 //
 // vdpbf16ps multiplies 16 pairs of bfloat16 and adds each pair's two products into one float32
 // lane, so both operands are packed in pairs along the reduction dimension k: a "word" is two
@@ -14,9 +17,10 @@
 //   split k; each packs blocks of 256 k into pair words for A and B and accumulates a private
 //   copy of C, and the copies are summed in thread order (deterministic for a thread count).
 //
-// Everything that executes AVX-512 carries HALO_BF16_TARGET instead of a file-wide -m flag, so
-// nothing else in the program can pick up instructions a CPU without them lacks; OpenMP regions
-// only call such functions (their outlined bodies do not inherit the target).
+// Everything that executes AVX-512 carries HALO_AVX512_TARGET (HALO_BF16_TARGET where it
+// executes AVX-512 BF16) instead of a file-wide -m flag, so nothing else in the program can pick
+// up instructions a CPU without them lacks; OpenMP regions only call such functions (their
+// outlined bodies do not inherit the target).
 #include "gemm_bf16.h"
 
 #include <omp.h>
@@ -29,6 +33,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HALO_BF16_KERNEL 1
 #include <immintrin.h>
+#define HALO_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define HALO_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #else
 #define HALO_BF16_KERNEL 0
@@ -54,12 +59,13 @@ float round_to_bf16(float x) {
 
 #if HALO_BF16_KERNEL
 
-bool bf16_gemm_supported() {
+bool fp32_gemm_supported() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bf16");
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
+
+bool bf16_gemm_supported() { return fp32_gemm_supported() && __builtin_cpu_supports("avx512bf16"); }
 
 namespace {
 
@@ -102,6 +108,25 @@ HALO_BF16_TARGET void convert_row(const float* x, std::int64_t n, std::int64_t w
   }
 }
 
+// C's tile rows: alpha acc (+ beta C), the first `cols` columns of the first `rows` rows.
+template <int NV>
+HALO_AVX512_TARGET inline void store_tile(const __m512 (&acc)[kMr][NV], float* c, std::int64_t ldc, std::int64_t rows,
+                                          std::int64_t cols, float alpha, float beta) {
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int i = 0; i < kMr; ++i) {
+    if (i >= rows) break;
+    float* cr = c + i * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (16 * v >= cols) break;
+      const __mmask16 m = lanes(cols - 16 * v);
+      __m512 r = _mm512_mul_ps(va, acc[i][v]);
+      if (beta != 0.f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, cr + 16 * v), r);
+      _mm512_mask_storeu_ps(cr + 16 * v, m, r);
+    }
+  }
+}
+
 // C[rows x cols] (leading dimension ldc) = alpha * sum over q < pairs of A-words x B-words
 // (+ beta C). A's word for tile row i and pair q sits at a[i * ai + q * aq]; B's 64-column panel
 // holds pair q at b + 64 q. NV vectors of 16 columns are computed (cols <= 16 NV).
@@ -131,61 +156,117 @@ HALO_BF16_TARGET void micro_kernel(std::int64_t pairs, const Word* a, std::int64
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], av, bv[v]);
     }
   }
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (int i = 0; i < kMr; ++i) {
-    if (i >= rows) break;
-    float* cr = c + i * ldc;
+  store_tile<NV>(acc, c, ldc, rows, cols, alpha, beta);
+}
+
+// The FP32 twin: a word is one float, one k per step, fused multiply-adds.
+template <int NV>
+HALO_AVX512_TARGET void micro_kernel_fp32(std::int64_t steps, const Word* a, std::int64_t ai, std::int64_t aq,
+                                          const Word* b, float* c, std::int64_t ldc, std::int64_t rows,
+                                          std::int64_t cols, float alpha, float beta) {
+  __m512 acc[kMr][NV];
+#pragma GCC unroll 6
+  for (int i = 0; i < kMr; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      if (16 * v >= cols) break;
-      const __mmask16 m = lanes(cols - 16 * v);
-      __m512 r = _mm512_mul_ps(va, acc[i][v]);
-      if (beta != 0.f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, cr + 16 * v), r);
-      _mm512_mask_storeu_ps(cr + 16 * v, m, r);
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  const Word* a_row[kMr];
+  for (int i = 0; i < kMr; ++i) a_row[i] = a + i * ai;
+  for (int i = 0; i < kMr && i < rows; ++i)
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+  for (std::int64_t q = 0; q < steps; ++q) {
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(reinterpret_cast<const float*>(b + q * kPanel + 16 * v));
+#pragma GCC unroll 6
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 av = _mm512_castsi512_ps(_mm512_set1_epi32(int(a_row[i][q * aq])));
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
     }
   }
+  store_tile<NV>(acc, c, ldc, rows, cols, alpha, beta);
 }
 
-// One register tile against one B panel of `cols` columns (up to 64).
-HALO_BF16_TARGET void tile(std::int64_t pairs, const Word* a, std::int64_t ai, std::int64_t aq, const Word* b,
-                           float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, float alpha,
-                           float beta) {
-  switch (ceil_div(cols, 16)) {
-    case 1: micro_kernel<1>(pairs, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
-    case 2: micro_kernel<2>(pairs, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
-    case 3: micro_kernel<3>(pairs, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
-    default: micro_kernel<4>(pairs, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+// out[j] = x[j] for j < n as words, zeros up to `words`.
+HALO_AVX512_TARGET void copy_row(const float* x, std::int64_t n, std::int64_t words, Word* out) {
+  for (std::int64_t w = 0; w < words; w += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(w < n ? lanes(n - w) : 0, x + w);
+    _mm512_mask_storeu_ps(reinterpret_cast<float*>(out + w), lanes(words - w), v);
   }
 }
 
-// op(B)'s k-pairs [q0, q0 + pairs) as panels: panel p's pair q at out + (p * pairs + q) * 64.
-HALO_BF16_TARGET void pack_b(const MatrixView& B, bool tb, std::int64_t k_total, std::int64_t q0,
-                             std::int64_t pairs, std::int64_t n, Word* out) {
+// The two arithmetics the drivers below are written for. A "word" holds kPerWord consecutive k
+// of one row of op(A) or column of op(B); pack_row packs a row of A (its own words), pack_rows
+// the words of k-rows r0 (and r1 = r0's successor, bf16 only) across columns, and tile runs one
+// register tile against one B panel of `cols` columns (up to 64).
+struct Bf16Math {
+  static constexpr std::int64_t kPerWord = 2;
+  static void pack_row(const float* x, std::int64_t n, std::int64_t words, Word* out) { convert_row(x, n, words, out); }
+  static void pack_rows(const float* r0, const float* r1, std::int64_t n, std::int64_t width, Word* out) {
+    interleave_pairs(r0, r1, n, width, out);
+  }
+  HALO_BF16_TARGET static void tile(std::int64_t steps, const Word* a, std::int64_t ai, std::int64_t aq, const Word* b,
+                                    float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, float alpha,
+                                    float beta) {
+    switch (ceil_div(cols, 16)) {
+      case 1: micro_kernel<1>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      case 2: micro_kernel<2>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      case 3: micro_kernel<3>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      default: micro_kernel<4>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+    }
+  }
+};
+
+struct Fp32Math {
+  static constexpr std::int64_t kPerWord = 1;
+  static void pack_row(const float* x, std::int64_t n, std::int64_t words, Word* out) { copy_row(x, n, words, out); }
+  static void pack_rows(const float* r0, const float*, std::int64_t n, std::int64_t width, Word* out) {
+    copy_row(r0, n, width, out);
+  }
+  HALO_AVX512_TARGET static void tile(std::int64_t steps, const Word* a, std::int64_t ai, std::int64_t aq,
+                                      const Word* b, float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
+                                      float alpha, float beta) {
+    switch (ceil_div(cols, 16)) {
+      case 1: micro_kernel_fp32<1>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      case 2: micro_kernel_fp32<2>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      case 3: micro_kernel_fp32<3>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+      default: micro_kernel_fp32<4>(steps, a, ai, aq, b, c, ldc, rows, cols, alpha, beta); break;
+    }
+  }
+};
+
+// op(B)'s words [q0, q0 + pairs) as panels: panel p's word q at out + (p * pairs + q) * 64.
+template <class Math>
+void pack_b(const MatrixView& B, bool tb, std::int64_t k_total, std::int64_t q0, std::int64_t pairs, std::int64_t n,
+            Word* out) {
+  constexpr std::int64_t per = Math::kPerWord;
   const std::int64_t panels = ceil_div(n, kPanel);
-  if (!tb) {  // B is k x n: pair q interleaves rows 2q and 2q + 1, read once for all panels
+  if (!tb) {  // B is k x n: word q packs rows per * q (and its successor), read once for all panels
     for (std::int64_t q = 0; q < pairs; ++q)
       for (std::int64_t p = 0; p < panels; ++p) {
-        const std::int64_t k = 2 * (q0 + q), j = p * kPanel;
-        interleave_pairs(B.row(k) + j, k + 1 < k_total ? B.row(k + 1) + j : nullptr, std::min<std::int64_t>(kPanel, n - j),
-                         kPanel, out + (p * pairs + q) * kPanel);
+        const std::int64_t k = per * (q0 + q), j = p * kPanel;
+        Math::pack_rows(B.row(k) + j, per == 2 && k + 1 < k_total ? B.row(k + 1) + j : nullptr,
+                        std::min<std::int64_t>(kPanel, n - j), kPanel, out + (p * pairs + q) * kPanel);
       }
     return;
   }
-  // B is n x k: column j of op(B) is row j of B, whose halves are already pairs.
+  // B is n x k: column j of op(B) is row j of B, which packs into its own words.
   std::vector<Word> row(static_cast<std::size_t>(pairs + 16));
   std::fill(out, out + panels * pairs * kPanel, Word(0));
   for (std::int64_t j = 0; j < n; ++j) {
-    const std::int64_t k0 = 2 * q0;
-    convert_row(B.row(j) + k0, std::min(k_total - k0, 2 * pairs), pairs, row.data());
+    const std::int64_t k0 = per * q0;
+    Math::pack_row(B.row(j) + k0, std::min(k_total - k0, per * pairs), pairs, row.data());
     Word* dst = out + (j / kPanel) * pairs * kPanel + j % kPanel;
     for (std::int64_t q = 0; q < pairs; ++q) dst[q * kPanel] = row[static_cast<std::size_t>(q)];
   }
 }
 
 // Rows [r0, r1) of C from A not transposed (see the top of the file). bp: all of op(B) packed.
-HALO_BF16_TARGET void rows_worker(const MatrixView& A, const Word* bp, std::int64_t k, std::int64_t n, float alpha,
-                                  float beta, const MatrixView& C, std::int64_t r0, std::int64_t r1) {
-  const std::int64_t pairs_all = ceil_div(k, 2), panels = ceil_div(n, kPanel);
+template <class Math>
+void rows_worker(const MatrixView& A, const Word* bp, std::int64_t k, std::int64_t n, float alpha, float beta,
+                 const MatrixView& C, std::int64_t r0, std::int64_t r1) {
+  constexpr std::int64_t per = Math::kPerWord;
+  const std::int64_t pairs_all = ceil_div(k, per), panels = ceil_div(n, kPanel);
   const std::int64_t block_pairs = std::min(pairs_all, kPairBlock * 2);
   std::vector<Word> ap(static_cast<std::size_t>(kRowBlock * block_pairs + 16));
   for (std::int64_t rb = r0; rb < r1; rb += kRowBlock) {
@@ -193,23 +274,25 @@ HALO_BF16_TARGET void rows_worker(const MatrixView& A, const Word* bp, std::int6
     for (std::int64_t qb = 0; qb < pairs_all; qb += block_pairs) {
       const std::int64_t pairs = std::min(block_pairs, pairs_all - qb);
       for (std::int64_t i = 0; i < rows; ++i)
-        convert_row(A.row(rb + i) + 2 * qb, std::min(k - 2 * qb, 2 * pairs), pairs, ap.data() + i * pairs);
+        Math::pack_row(A.row(rb + i) + per * qb, std::min(k - per * qb, per * pairs), pairs, ap.data() + i * pairs);
       std::fill(ap.begin() + rows * pairs, ap.begin() + ceil_div(rows, kMr) * kMr * pairs, Word(0));
       const float bt = qb == 0 ? beta : 1.f;
       for (std::int64_t p = 0; p < panels; ++p) {
         const Word* b = bp + (p * pairs_all + qb) * kPanel;
         const std::int64_t cols = std::min<std::int64_t>(kPanel, n - p * kPanel);
         for (std::int64_t i = 0; i < rows; i += kMr)
-          tile(pairs, ap.data() + i * pairs, pairs, 1, b, C.row(rb + i) + p * kPanel, C.cols,
-               std::min<std::int64_t>(kMr, rows - i), cols, alpha, bt);
+          Math::tile(pairs, ap.data() + i * pairs, pairs, 1, b, C.row(rb + i) + p * kPanel, C.cols,
+                     std::min<std::int64_t>(kMr, rows - i), cols, alpha, bt);
       }
     }
   }
 }
 
-// Pairs [q0, q1) of the reduction for A transposed, into acc (m x n, overwritten).
-HALO_BF16_TARGET void pairs_worker(const MatrixView& A, const MatrixView& B, bool tb, std::int64_t k,
-                                   std::int64_t m, std::int64_t n, std::int64_t q0, std::int64_t q1, float* acc) {
+// Words [q0, q1) of the reduction for A transposed, into acc (m x n, overwritten).
+template <class Math>
+void pairs_worker(const MatrixView& A, const MatrixView& B, bool tb, std::int64_t k, std::int64_t m, std::int64_t n,
+                  std::int64_t q0, std::int64_t q1, float* acc) {
+  constexpr std::int64_t per = Math::kPerWord;
   const std::int64_t panels = ceil_div(n, kPanel), mp = ceil_div(m, kMr) * kMr;
   const std::int64_t width = ceil_div(mp, 16) * 16;
   std::vector<Word> ap(static_cast<std::size_t>(kPairBlock * width));
@@ -217,24 +300,24 @@ HALO_BF16_TARGET void pairs_worker(const MatrixView& A, const MatrixView& B, boo
   if (q0 >= q1) std::fill(acc, acc + m * n, 0.f);
   for (std::int64_t qb = q0; qb < q1; qb += kPairBlock) {
     const std::int64_t pairs = std::min(kPairBlock, q1 - qb);
-    // A is k x m: op(A)'s row i is column i of A, pair q interleaves rows 2q and 2q + 1.
+    // A is k x m: op(A)'s row i is column i of A; word q packs rows per * q (and its successor).
     for (std::int64_t q = 0; q < pairs; ++q) {
-      const std::int64_t kk = 2 * (qb + q);
-      interleave_pairs(A.row(kk), kk + 1 < k ? A.row(kk + 1) : nullptr, m, width, ap.data() + q * width);
+      const std::int64_t kk = per * (qb + q);
+      Math::pack_rows(A.row(kk), per == 2 && kk + 1 < k ? A.row(kk + 1) : nullptr, m, width, ap.data() + q * width);
     }
-    pack_b(B, tb, k, qb, pairs, n, bp.data());
+    pack_b<Math>(B, tb, k, qb, pairs, n, bp.data());
     const float bt = qb == q0 ? 0.f : 1.f;
     for (std::int64_t p = 0; p < panels; ++p) {
       const std::int64_t cols = std::min<std::int64_t>(kPanel, n - p * kPanel);
       for (std::int64_t i = 0; i < m; i += kMr)
-        tile(pairs, ap.data() + i, 1, width, bp.data() + p * pairs * kPanel, acc + i * n + p * kPanel, n,
-             std::min<std::int64_t>(kMr, m - i), cols, 1.f, bt);
+        Math::tile(pairs, ap.data() + i, 1, width, bp.data() + p * pairs * kPanel, acc + i * n + p * kPanel, n,
+                   std::min<std::int64_t>(kMr, m - i), cols, 1.f, bt);
     }
   }
 }
 
 // C = alpha * (sum of the threads' partial products, in thread order) + beta C, rows [r0, r1).
-HALO_BF16_TARGET void combine(const std::vector<std::vector<float>>& parts, float alpha, float beta,
+HALO_AVX512_TARGET void combine(const std::vector<std::vector<float>>& parts, float alpha, float beta,
                               const MatrixView& C, std::int64_t r0, std::int64_t r1) {
   const std::int64_t n = C.cols;
   for (std::int64_t r = r0; r < r1; ++r)
@@ -249,35 +332,35 @@ HALO_BF16_TARGET void combine(const std::vector<std::vector<float>>& parts, floa
     }
 }
 
-}  // namespace
-
-bool gemm_bf16(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
-               const MatrixView& C) {
+// The driver for either arithmetic (see gemm_bf16 and gemm_fp32).
+template <class Math>
+bool gemm_avx512(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+                 const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0 || k == 0) return false;  // nothing to multiply: the caller's FP32 path scales C
   const int threads = omp_get_max_threads();
   if (!ta) {
-    const std::int64_t pairs = ceil_div(k, 2), panels = ceil_div(n, kPanel);
+    const std::int64_t pairs = ceil_div(k, Math::kPerWord), panels = ceil_div(n, kPanel);
     std::vector<Word> bp(static_cast<std::size_t>(panels * pairs * kPanel));
-    pack_b(B, tb, k, 0, pairs, n, bp.data());
+    pack_b<Math>(B, tb, k, 0, pairs, n, bp.data());
     const std::int64_t tiles = ceil_div(m, kMr);
 #pragma omp parallel num_threads(threads)
     {
       const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
       const std::int64_t r0 = std::min(m, tiles * t / nt * kMr), r1 = std::min(m, tiles * (t + 1) / nt * kMr);
-      if (r0 < r1) rows_worker(A, bp.data(), k, n, alpha, beta, C, r0, r1);
+      if (r0 < r1) rows_worker<Math>(A, bp.data(), k, n, alpha, beta, C, r0, r1);
     }
     return true;
   }
   if (m * n > (std::int64_t(1) << 22)) return false;
-  const std::int64_t pairs = ceil_div(k, 2);
+  const std::int64_t pairs = ceil_div(k, Math::kPerWord);
   std::vector<std::vector<float>> parts(static_cast<std::size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     auto& acc = parts[static_cast<std::size_t>(t)];
     acc.resize(static_cast<std::size_t>(m * n));
-    pairs_worker(A, B, tb, k, m, n, pairs * t / nt, pairs * (t + 1) / nt, acc.data());
+    pairs_worker<Math>(A, B, tb, k, m, n, pairs * t / nt, pairs * (t + 1) / nt, acc.data());
 #pragma omp barrier
     if (t == 0) parts.resize(static_cast<std::size_t>(nt));
 #pragma omp barrier
@@ -286,10 +369,25 @@ bool gemm_bf16(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixV
   return true;
 }
 
+}  // namespace
+
+bool gemm_bf16(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+               const MatrixView& C) {
+  return gemm_avx512<Bf16Math>(ta, tb, alpha, A, B, beta, C);
+}
+
+bool gemm_fp32(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+               const MatrixView& C) {
+  if ((ta ? A.rows : C.rows) < kFp32MinRows) return false;
+  return gemm_avx512<Fp32Math>(ta, tb, alpha, A, B, beta, C);
+}
+
 #else  // no x86-64 AVX-512 BF16 kernel in this build
 
+bool fp32_gemm_supported() { return false; }
 bool bf16_gemm_supported() { return false; }
 bool gemm_bf16(bool, bool, float, const MatrixView&, const MatrixView&, float, const MatrixView&) { return false; }
+bool gemm_fp32(bool, bool, float, const MatrixView&, const MatrixView&, float, const MatrixView&) { return false; }
 
 #endif
 

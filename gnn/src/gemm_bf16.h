@@ -4,12 +4,27 @@
 // only ever entered after bf16_gemm_supported() said yes.
 #pragma once
 
+#include <cstdint>
+
 #include "halo/gnn/matrix.h"
 
 namespace halo::detail {
 
-// True when halo was built with the kernel and this CPU executes AVX-512 BF16 (vdpbf16ps).
+// True when halo was built with the kernels and this CPU executes AVX-512 (F, BW, VL, DQ), and
+// for bf16 also AVX-512 BF16 (vdpbf16ps).
+bool fp32_gemm_supported();
 bool bf16_gemm_supported();
+
+// The FP32 kernel takes products whose long dimension (rows of C, or k for a transposed A) has at
+// least this many rows: the full-graph ones, where it beats OpenBLAS (docs/BENCHMARKS.md); small
+// products (TGN's batches, Cora) stay with OpenBLAS.
+constexpr std::int64_t kFp32MinRows = 16384;
+
+// C = alpha op(A) op(B) + beta C in float32 (the same kernel and blocking as gemm_bf16, with
+// fused multiply-adds over one k at a time). Returns false, touching nothing, for shapes it does
+// not take (see kFp32MinRows, and gemm_bf16's). Requires fp32_gemm_supported().
+bool gemm_fp32(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+               const MatrixView& C);
 
 // C = alpha op(A) op(B) + beta C, with every element of A and B rounded to bfloat16 (nearest
 // even) and the products summed in float32. Shapes and aliasing as Backend::gemm; C is not read

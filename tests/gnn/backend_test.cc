@@ -166,6 +166,47 @@ TEST(CpuBackend, Bf16GemmIsExactOnRoundedInputsAtTileBoundaries) {
   EXPECT_EQ(cases, 480);
 }
 
+// Tall FP32 products (16384 rows or more in the long dimension) run halo's AVX-512 kernel where
+// the CPU has AVX-512; on any CPU the result must be an FP32 product: within (k + 4) u of the sum
+// of |terms| of the exact one, for every transpose, at tile, vector and panel boundaries, and C
+// must not be read when beta = 0.
+TEST(CpuBackend, TallFp32GemmIsAnFp32Product) {
+  Backend& be = cpu_backend();
+  ASSERT_EQ(be.matmul_precision(), MatmulPrecision::kFp32);
+  const std::int64_t tall = 16390;
+  int cases = 0;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (std::int64_t n : {17, 130})
+        for (std::int64_t small : {3, 70}) {
+          // A transposed: the long dimension is k (a weight gradient); otherwise the rows of C.
+          const std::int64_t m = ta ? small : tall, k = ta ? tall : small;
+          const std::uint32_t seed = std::uint32_t(n * 7 + small + 100 * ta + 1000 * tb);
+          const Matrix A = ta ? random_matrix(k, m, seed) : random_matrix(m, k, seed);
+          const Matrix B = tb ? random_matrix(n, k, seed + 1) : random_matrix(k, n, seed + 1);
+          const Matrix C0 = random_matrix(m, n, seed + 2);
+          Matrix C = small == 3 ? Matrix(m, n, std::nanf("")) : C0;
+          const float alpha = 1.25f, beta = small == 3 ? 0.f : 0.5f;
+          be.gemm(ta, tb, alpha, A.view(), B.view(), beta, C.view());
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              double sum = 0, mag = 0;
+              for (std::int64_t p = 0; p < k; ++p) {
+                const double t = double(ta ? A.at(p, i) : A.at(i, p)) * double(tb ? B.at(j, p) : B.at(p, j));
+                sum += t;
+                mag += std::abs(t);
+              }
+              const double c0 = beta != 0.f ? double(C0.at(i, j)) : 0.0;
+              const double want = alpha * sum + beta * c0;
+              const double tol = double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * c0)) + 1e-30;
+              ASSERT_LE(std::abs(double(C.at(i, j)) - want), tol)
+                  << "ta " << ta << " tb " << tb << " n " << n << " k " << k << " at " << i << "," << j;
+            }
+          ++cases;
+        }
+  EXPECT_EQ(cases, 16);
+}
+
 TEST(CpuBackend, Bf16GemmRoundsItsInputsAndNeverReadsCWithBetaZero) {
   Bf16Scope scope;
   if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;

@@ -1,13 +1,14 @@
 // GEMM benchmark: the eight products of one training epoch of the arxiv-sized benchmark's
 // 3-layer GCN (169,343 rows; 128 -> 256 -> 256 -> 40: forward, weight gradients, input
-// gradients), best of N runs each, at every matmul precision this CPU offers: fp32 (OpenBLAS)
-// and bf16 (halo's AVX-512 BF16 kernel). One JSON line per product and precision, then the
-// totals.
-//   halo_bench_gemm [--rows N] [--repeats 5]
+// gradients), best of N runs each, at every matmul precision this CPU offers: fp32 (halo's
+// AVX-512 kernel, or OpenBLAS under HALO_GEMM=openblas) and bf16 (halo's AVX-512 BF16 kernel).
+// One JSON line per product and precision, then the totals.
+//   [HALO_GEMM=openblas] halo_bench_gemm [--rows N] [--repeats 5]
 #include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ int main(int argc, char** argv) {
       {false, true, n, 40, 256, "layer 2 input gradient"},      {true, false, 256, n, 256, "layer 1 weight gradient"},
       {false, true, n, 256, 256, "layer 1 input gradient"},     {true, false, 128, n, 256, "layer 0 weight gradient"}};
   Backend& be = cpu_backend();
+  const char* env = std::getenv("HALO_GEMM");
+  const char* fp32_gemm = env && std::string(env) == "openblas" ? "openblas" : "halo where AVX-512, else openblas";
   std::vector<std::pair<MatmulPrecision, double>> totals;
   for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
     try {
@@ -59,8 +62,9 @@ int main(int argc, char** argv) {
         best = std::min(best, omp_get_wtime() - t0);
       }
       total += best;
-      std::printf("{\"precision\": \"%s\", \"product\": \"%s\", \"seconds\": %.6f, \"gflop_per_s\": %.1f}\n",
-                  to_string(p), s.what, best, 2.0 * double(s.m) * double(s.k) * double(s.n) / best / 1e9);
+      std::printf("{\"precision\": \"%s\", \"fp32_gemm\": \"%s\", \"product\": \"%s\", \"seconds\": %.6f, "
+                  "\"gflop_per_s\": %.1f}\n",
+                  to_string(p), fp32_gemm, s.what, best, 2.0 * double(s.m) * double(s.k) * double(s.n) / best / 1e9);
     }
     std::printf("{\"precision\": \"%s\", \"epoch_gemm_seconds\": %.6f}\n", to_string(p), total);
     totals.emplace_back(p, total);
