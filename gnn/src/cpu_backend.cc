@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm_bf16.h"
+#include "gemm_avx512.h"
 #include "halo/graph/error.h"
 
 namespace halo {

@@ -1,5 +1,5 @@
 // GEMM on AVX-512: mixed precision with AVX-512 BF16, and the same blocking in FP32 for tall
-// products (see gemm_bf16.h). The FP32 twin (Fp32Math below) packs floats where bf16 packs pairs
+// products (see gemm_avx512.h). The FP32 twin (Fp32Math below) packs floats where bf16 packs pairs
 // and runs fused multiply-adds one k at a time; everything said below of pairs holds for it
 // with "one k" in place of "a pair".
 //
@@ -21,7 +21,7 @@
 // executes AVX-512 BF16) instead of a file-wide -m flag, so nothing else in the program can pick
 // up instructions a CPU without them lacks; OpenMP regions only call such functions (their
 // outlined bodies do not inherit the target).
-#include "gemm_bf16.h"
+#include "gemm_avx512.h"
 
 #include <omp.h>
 
@@ -127,6 +127,21 @@ HALO_AVX512_TARGET inline void store_tile(const __m512 (&acc)[kMr][NV], float* c
   }
 }
 
+// Starts a register tile: zero sums, the tile rows' A words (row i at a + i * ai), and C's lines
+// fetched now, while the loop computes, instead of stalling on the stores at the end (C is
+// usually not in cache).
+template <int NV>
+HALO_AVX512_TARGET inline void start_tile(__m512 (&acc)[kMr][NV], const Word* (&a_row)[kMr], const Word* a,
+                                          std::int64_t ai, const float* c, std::int64_t ldc, std::int64_t rows) {
+#pragma GCC unroll 6
+  for (int i = 0; i < kMr; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int i = 0; i < kMr; ++i) a_row[i] = a + i * ai;
+  for (int i = 0; i < kMr && i < rows; ++i)
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+}
+
 // C[rows x cols] (leading dimension ldc) = alpha * sum over q < pairs of A-words x B-words
 // (+ beta C). A's word for tile row i and pair q sits at a[i * ai + q * aq]; B's 64-column panel
 // holds pair q at b + 64 q. NV vectors of 16 columns are computed (cols <= 16 NV).
@@ -135,16 +150,8 @@ HALO_BF16_TARGET void micro_kernel(std::int64_t pairs, const Word* a, std::int64
                                    const Word* b, float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols,
                                    float alpha, float beta) {
   __m512 acc[kMr][NV];
-#pragma GCC unroll 6
-  for (int i = 0; i < kMr; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   const Word* a_row[kMr];
-  for (int i = 0; i < kMr; ++i) a_row[i] = a + i * ai;
-  // The tile's rows of C are written only at the end: fetch their lines now, while the loop
-  // below computes, instead of stalling on the stores (C is usually not in cache).
-  for (int i = 0; i < kMr && i < rows; ++i)
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+  start_tile<NV>(acc, a_row, a, ai, c, ldc, rows);
   for (std::int64_t q = 0; q < pairs; ++q) {
     __m512bh bv[NV];
 #pragma GCC unroll 4
@@ -165,14 +172,8 @@ HALO_AVX512_TARGET void micro_kernel_fp32(std::int64_t steps, const Word* a, std
                                           const Word* b, float* c, std::int64_t ldc, std::int64_t rows,
                                           std::int64_t cols, float alpha, float beta) {
   __m512 acc[kMr][NV];
-#pragma GCC unroll 6
-  for (int i = 0; i < kMr; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   const Word* a_row[kMr];
-  for (int i = 0; i < kMr; ++i) a_row[i] = a + i * ai;
-  for (int i = 0; i < kMr && i < rows; ++i)
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+  start_tile<NV>(acc, a_row, a, ai, c, ldc, rows);
   for (std::int64_t q = 0; q < steps; ++q) {
     __m512 bv[NV];
 #pragma GCC unroll 4

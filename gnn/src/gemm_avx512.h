@@ -1,7 +1,7 @@
-// The CPU's mixed-precision GEMM (--matmul-precision bf16): inputs rounded to bfloat16, products
-// summed in float32 by AVX-512 BF16's dot-product instruction, twice FP32's arithmetic rate on
-// the same cores. Internal to the CPU backend; compiled with the AVX-512 BF16 target flags and
-// only ever entered after bf16_gemm_supported() said yes.
+// The CPU's own GEMMs on AVX-512: mixed precision (--matmul-precision bf16: inputs rounded to
+// bfloat16, products summed in float32 by AVX-512 BF16's dot-product instruction, twice FP32's
+// arithmetic rate on the same cores) and FP32 for tall products. Internal to the CPU backend;
+// each is entered only after fp32_gemm_supported() / bf16_gemm_supported() said yes.
 #pragma once
 
 #include <cstdint>
