@@ -55,8 +55,10 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
   if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
   // Tall FP32 products: halo's AVX-512 kernel (a quarter under OpenBLAS's time on the full-graph
   // shapes); HALO_GEMM=openblas keeps them in OpenBLAS (for comparisons).
-  static const bool fp32_kernel = detail::fp32_gemm_supported() && !(std::getenv("HALO_GEMM") &&
-                                                                     std::string(std::getenv("HALO_GEMM")) == "openblas");
+  static const bool fp32_kernel = [] {
+    const char* env = std::getenv("HALO_GEMM");
+    return detail::fp32_gemm_supported() && !(env && std::string(env) == "openblas");
+  }();
   if (precision_ == MatmulPrecision::kFp32 && fp32_kernel && detail::gemm_fp32(ta, tb, alpha, A, B, beta, C)) return;
   if (k == 0) {
     if (beta == 0) fill(C, 0);
@@ -205,15 +207,41 @@ inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey
   }
 }
 
+// A dropout over the rows of a cols-wide matrix, applied a row at a time (by dropout, and inside
+// the fused ops' row loops), recording into or replaying from KeepBits when given some.
+struct RowDropout {
+  float p, scale;
+  std::uint32_t threshold;
+  PhiloxKey key;
+  const NodeId* row_ids;
+  std::int64_t cols, words;
+  KeepBits* bits;
+  std::uint64_t* keep;  // bits' words when there is a mask to record or replay
+  bool replay;
+
+  RowDropout(float p_, PhiloxKey key_, const NodeId* row_ids_, std::int64_t cols_, KeepBits* bits_)
+      : p(p_), scale(p_ > 0.f ? 1.f / (1.f - p_) : 1.f), threshold(p_ > 0.f ? dropout_threshold(p_) : 0), key(key_),
+        row_ids(row_ids_), cols(cols_), words((cols_ + 63) / 64), bits(bits_),
+        keep(bits_ && p_ > 0.f ? bits_->words : nullptr), replay(keep && bits_->filled) {}
+  // Row r (its values at y) in place; nothing when p = 0.
+  void apply(float* y, std::int64_t r) const {
+    if (p <= 0.f) return;
+    dropout_row(y, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
+                keep ? keep + r * words : nullptr, replay);
+  }
+  // After every row: a recorded mask is now there to replay.
+  void finish() const {
+    if (keep) bits->filled = true;
+  }
+};
+
 }  // namespace
 
 void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   if (p <= 0.f) return;
-  const float scale = 1.f / (1.f - p);
-  const std::uint32_t threshold = dropout_threshold(p);
+  const RowDropout drop(p, key, row_ids, Y.cols, nullptr);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < Y.rows; ++r)
-    dropout_row(Y.row(r), Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale);
+  for (std::int64_t r = 0; r < Y.rows; ++r) drop.apply(Y.row(r), r);
 }
 
 void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
@@ -222,11 +250,7 @@ void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
                                          KeepBits* bits) {
   // One pass instead of three: each output row is finished while it is in L1. The arithmetic is
   // batch_norm_apply's, relu's and dropout_row's, in their order, so the bits are theirs.
-  const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
-  const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
-  const std::int64_t words = (Y.cols + 63) / 64;
-  std::uint64_t* keep = bits && p > 0.f ? bits->words : nullptr;
-  const bool replay = keep && bits->filled;
+  const RowDropout drop(p, key, row_ids, Y.cols, bits);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r) {
     const float* x = X.row(r);
@@ -237,30 +261,22 @@ void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
       if (h) h[c] = n;
       y[c] = std::max(n * gamma[c] + beta[c], 0.f);
     }
-    if (p > 0.f)
-      dropout_row(y, Y.cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
-                  keep ? keep + r * words : nullptr, replay);
+    drop.apply(y, r);
   }
-  if (keep) bits->filled = true;
+  drop.finish();
 }
 
 void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                                   float p, PhiloxKey key, const NodeId* row_ids,
                                                   const MatrixView& dY, double* sum_dy, double* sum_dy_xhat,
                                                   KeepBits* bits) {
-  const float scale = p > 0.f ? 1.f / (1.f - p) : 1.f;
-  const std::uint32_t threshold = p > 0.f ? dropout_threshold(p) : 0;
-  const std::int64_t words = (dY.cols + 63) / 64;
-  std::uint64_t* keep = bits && p > 0.f ? bits->words : nullptr;
-  const bool replay = keep && bits->filled;
+  const RowDropout drop(p, key, row_ids, dY.cols, bits);
   double* outs[2] = {sum_dy, sum_dy_xhat};
   const std::int64_t cols = dY.cols;
   reduce_columns(dY.rows, cols, 2, outs, [&](std::int64_t r, double* __restrict acc) {
     float* __restrict d = dY.row(r);
     const float* __restrict h = xhat.row(r);
-    if (p > 0.f)
-      dropout_row(d, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
-                  keep ? keep + r * words : nullptr, replay);
+    drop.apply(d, r);
     // Two vectorisable loops over the row while it is in L1: ReLU's mask, then the sums.
     for (std::int64_t c = 0; c < cols; ++c) d[c] = h[c] * gamma[c] + beta[c] > 0.f ? d[c] : 0.f;
     for (std::int64_t c = 0; c < cols; ++c) {
@@ -268,7 +284,7 @@ void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const 
       acc[cols + c] += double(d[c]) * h[c];
     }
   });
-  if (keep) bits->filled = true;
+  drop.finish();
 }
 
 void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
