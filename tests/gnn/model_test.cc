@@ -176,23 +176,45 @@ TEST(Model, SameSeedSameWeightsAndLosses) {
   EXPECT_NE(run(3), run(4));
 }
 
+// A random graph of n nodes and m edges with Gaussian features and every node labelled (i %
+// classes), all drawn from one seeded generator: what the tests below train on.
+struct RandomTask {
+  std::mt19937 g;
+  std::int64_t n, in;
+  Tiny t;
+  Matrix x;
+  std::vector<std::int32_t> labels;
+  std::vector<NodeId> rows;
+  RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes, std::uint32_t seed) : g{seed}, n(n_), in(in_) {
+    std::vector<std::pair<int, int>> edges;
+    std::uniform_int_distribution<int> node(0, int(n) - 1);
+    for (int e = 0; e < m; ++e) edges.emplace_back(node(g), node(g));
+    t.build(n, edges);
+    x = features();
+    for (std::int64_t i = 0; i < n; ++i) {
+      labels.push_back(std::int32_t(i % classes));
+      rows.push_back(NodeId(i));
+    }
+  }
+  // Another n x in Gaussian feature matrix from the same generator.
+  Matrix features() {
+    Matrix f(n, in);
+    std::normal_distribution<float> nd;
+    for (auto& v : f.storage()) v = nd(g);
+    return f;
+  }
+};
+
 // The memory plan: a GCN keeps one N x hidden slab per hidden layer plus one shared gradient
 // slab, whatever the layer order, batch norm or dropout (keeping every intermediate took seven
 // for three layers with batch norm); the narrow first-layer aggregate and the logits come on top.
 TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
   const std::int64_t n = 200, in = 8, hidden = 32, out = 4;
-  std::vector<std::pair<int, int>> edges;
-  std::mt19937 g{3};
-  std::uniform_int_distribution<int> node(0, int(n) - 1);
-  for (int e = 0; e < 800; ++e) edges.emplace_back(node(g), node(g));
-  Tiny t;
-  t.build(n, edges);
-  Matrix x(n, in);
-  std::normal_distribution<float> nd;
-  for (auto& v : x.storage()) v = nd(g);
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-  std::vector<NodeId> rows(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) labels[std::size_t(i)] = std::int32_t(i % out), rows[std::size_t(i)] = NodeId(i);
+  RandomTask task(n, 800, in, out, 3);
+  const Tiny& t = task.t;
+  const Matrix& x = task.x;
+  const auto& labels = task.labels;
+  const auto& rows = task.rows;
   for (int layers : {2, 3, 4})
     for (bool bn : {false, true}) {
       ModelConfig cfg;
@@ -224,19 +246,12 @@ TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
 // other features, make it aggregate again.
 TEST(Model, StaticInputAggregatesTheFeaturesOnce) {
   const std::int64_t n = 120, in = 6, hidden = 16, out = 3;
-  std::vector<std::pair<int, int>> edges;
-  std::mt19937 g{5};
-  std::uniform_int_distribution<int> node(0, int(n) - 1);
-  for (int e = 0; e < 500; ++e) edges.emplace_back(node(g), node(g));
-  Tiny t;
-  t.build(n, edges);
-  Matrix x(n, in), x2(n, in);
-  std::normal_distribution<float> nd;
-  for (auto& v : x.storage()) v = nd(g);
-  for (auto& v : x2.storage()) v = nd(g);
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-  std::vector<NodeId> rows(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) labels[std::size_t(i)] = std::int32_t(i % out), rows[std::size_t(i)] = NodeId(i);
+  RandomTask task(n, 500, in, out, 5);
+  const Tiny& t = task.t;
+  const Matrix& x = task.x;
+  const Matrix x2 = task.features();
+  const auto& labels = task.labels;
+  const auto& rows = task.rows;
   ModelConfig cfg;
   cfg.layers = 3;
   cfg.in = in;
