@@ -207,6 +207,20 @@ inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey
   }
 }
 
+// One row of batch norm: h = (x - mean) * inv_std (when h is given), y = h * gamma + beta, then
+// max(y, 0) with Relu. The one expression batch_norm_apply and the fused op share, so their
+// outputs are the same bits.
+template <bool Relu>
+inline void batch_norm_row(const float* x, const float* mean, const float* inv_std, const float* gamma,
+                           const float* beta, float* h, float* y, std::int64_t cols) {
+  for (std::int64_t c = 0; c < cols; ++c) {
+    const float n = (x[c] - mean[c]) * inv_std[c];
+    if (h) h[c] = n;
+    const float v = n * gamma[c] + beta[c];
+    y[c] = Relu ? std::max(v, 0.f) : v;
+  }
+}
+
 // A dropout over the rows of a cols-wide matrix, applied a row at a time (by dropout, and inside
 // the fused ops' row loops), recording into or replaying from KeepBits when given some.
 struct RowDropout {
@@ -253,15 +267,8 @@ void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
   const RowDropout drop(p, key, row_ids, Y.cols, bits);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r) {
-    const float* x = X.row(r);
-    float* y = Y.row(r);
-    float* h = xhat ? xhat->row(r) : nullptr;
-    for (std::int64_t c = 0; c < X.cols; ++c) {
-      const float n = (x[c] - mean[c]) * inv_std[c];
-      if (h) h[c] = n;
-      y[c] = std::max(n * gamma[c] + beta[c], 0.f);
-    }
-    drop.apply(y, r);
+    batch_norm_row<true>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr, Y.row(r), X.cols);
+    drop.apply(Y.row(r), r);
   }
   drop.finish();
 }
@@ -303,16 +310,8 @@ void CpuBackend::batch_norm_apply(const MatrixView& X, const float* mean, const 
                                   const float* gamma, const float* beta, const MatrixView* xhat,
                                   const MatrixView& Y) {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < X.rows; ++r) {
-    const float* x = X.row(r);
-    float* y = Y.row(r);
-    float* h = xhat ? xhat->row(r) : nullptr;
-    for (std::int64_t c = 0; c < X.cols; ++c) {
-      const float n = (x[c] - mean[c]) * inv_std[c];
-      if (h) h[c] = n;
-      y[c] = n * gamma[c] + beta[c];
-    }
-  }
+  for (std::int64_t r = 0; r < X.rows; ++r)
+    batch_norm_row<false>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr, Y.row(r), X.cols);
 }
 
 void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
