@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gemm_avx512.h"
+#include "halo/gnn/bf16.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -452,6 +453,16 @@ void CpuBackend::copy(const MatrixView& src, const MatrixView& dst) {
 void CpuBackend::fill(const MatrixView& X, float v) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < X.size(); ++i) X.data[i] = v;
+}
+
+void CpuBackend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = to_bf16(src[i]);
+}
+
+void CpuBackend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = from_bf16(src[i]);
 }
 
 Backend& cpu_backend() {

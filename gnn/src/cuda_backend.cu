@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "halo/gnn/bf16.h"
 #include "halo/gnn/cuda_check.h"
 #include "halo/gnn/device.h"
 
@@ -81,6 +82,14 @@ __global__ void scale_kernel(float* y, float s, std::int64_t n) {
 
 __global__ void fill_kernel(float* y, float v, std::int64_t n) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] = v;
+}
+
+__global__ void pack_bf16_kernel(const float* src, std::uint16_t* dst, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dst[i] = to_bf16(src[i]);
+}
+
+__global__ void unpack_bf16_kernel(const std::uint16_t* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dst[i] = from_bf16(src[i]);
 }
 
 __global__ void relu_kernel(float* y, std::int64_t n) {
@@ -688,6 +697,18 @@ void CudaBackend::fill(const MatrixView& X, float v) {
     return;
   }
   fill_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(X.data, v, X.size());
+  check_launch();
+}
+
+void CudaBackend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+  if (n <= 0) return;
+  pack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
+  check_launch();
+}
+
+void CudaBackend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+  if (n <= 0) return;
+  unpack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
   check_launch();
 }
 

@@ -91,6 +91,8 @@ class CudaBackend final : public Backend {
   void add(const MatrixView& src, const MatrixView& dst) override;
   void copy(const MatrixView& src, const MatrixView& dst) override;
   void fill(const MatrixView& X, float v) override;
+  void pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) override;
+  void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) override;
 
   cudaStream_t stream() const { return stream_; }
 

@@ -112,5 +112,11 @@ void TimedBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, st
 void TimedBackend::add(const MatrixView& src, const MatrixView& dst) { timed("add", [&] { inner_.add(src, dst); }); }
 void TimedBackend::copy(const MatrixView& src, const MatrixView& dst) { timed("copy", [&] { inner_.copy(src, dst); }); }
 void TimedBackend::fill(const MatrixView& X, float v) { timed("fill", [&] { inner_.fill(X, v); }); }
+void TimedBackend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+  timed("pack_bf16", [&] { inner_.pack_bf16(src, n, dst); });
+}
+void TimedBackend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+  timed("unpack_bf16", [&] { inner_.unpack_bf16(src, n, dst); });
+}
 
 }  // namespace halo

@@ -10,26 +10,18 @@
 
 namespace halo {
 
-std::uint16_t to_bf16(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return std::uint16_t((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return std::uint16_t(u >> 16);
-}
-
-float from_bf16(std::uint16_t h) {
-  const std::uint32_t u = std::uint32_t(h) << 16;
-  float f = 0;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 namespace {
 // Tags: one per layer and kind of exchange, so an evaluation's exact exchange never matches a
 // pipelined training exchange still in flight.
 enum Kind { kForward = 1, kBackward = 2, kStaleForward = 3, kStaleBackward = 4 };
 int tag_of(int layer, Kind kind) { return layer * 8 + kind; }
+
+// `count` bfloat16 values of device memory held by m (a float matrix used as raw storage).
+std::uint16_t* device_halves(Matrix& m, std::int64_t count) {
+  m.set_device(Device::kCuda);
+  m.resize((count + 1) / 2, 1);
+  return reinterpret_cast<std::uint16_t*>(m.data());
+}
 
 // One block per peer that has rows: peer q's rows are [offsets[q], offsets[q+1]) of a row array
 // starting at base, row_bytes each (send lists, receive lists and the halo rows all lie so).
@@ -57,8 +49,7 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& pl
   }
   direct_ = gpu_ && comm.device_buffers();
   if (comm.device_buffers() && !gpu_) throw ParamError("a device-memory communicator needs the CUDA backend");
-  if (direct_ && (dtype != HaloDtype::kF32 || staleness != 0))
-    throw ParamError("the NCCL path exchanges exact f32 rows; bf16 and staleness go through MPI");
+  if (direct_ && staleness != 0) throw ParamError("the NCCL path exchanges this epoch's rows; staleness goes through MPI");
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -93,17 +84,16 @@ void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send
   const std::int64_t w = all.cols, n = plan_.send_rows();
   const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
   send.resize(std::size_t(n * w) * es);
-  if (gpu_) {
+  if (gpu_) {  // gather (and narrow) on the device, then stage the payload's bytes only
     stage_.resize(n, w);
     be_.gather_rows(all, send_dev_->data(), n, stage_.view());
-    if (dtype_ == HaloDtype::kF32) {
-      copy_floats(Device::kCpu, reinterpret_cast<float*>(send.data()), Device::kCuda, stage_.data(), n * w);
-    } else {
-      host_rows_.resize(std::size_t(n * w));
-      copy_floats(Device::kCpu, host_rows_.data(), Device::kCuda, stage_.data(), n * w);
-      auto* out = reinterpret_cast<std::uint16_t*>(send.data());
-      for (std::int64_t i = 0; i < n * w; ++i) out[i] = to_bf16(host_rows_[std::size_t(i)]);
+    const void* payload = stage_.data();
+    if (dtype_ == HaloDtype::kBf16) {
+      std::uint16_t* half = device_halves(wire_send_, n * w);
+      be_.pack_bf16(stage_.data(), n * w, half);
+      payload = half;
     }
+    if (!send.empty()) device_copy(send.data(), payload, send.size(), CopyKind::kDeviceToHost);
   } else if (dtype_ == HaloDtype::kF32) {
     be_.gather_rows(all, plan_.send, n, {reinterpret_cast<float*>(send.data()), n, w, all.device});
   } else {
@@ -128,18 +118,20 @@ void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& sen
   const std::int64_t w = all.cols, h = plan_.halo;
   const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
   const float* halo_rows = all.row(plan_.owned);
-  if (gpu_) {  // stage the halo rows' gradients on the host
-    host_rows_.resize(std::size_t(h * w));
-    copy_floats(Device::kCpu, host_rows_.data(), Device::kCuda, halo_rows, h * w);
-    halo_rows = host_rows_.data();
-    copy_send = true;  // host_rows_ is reused before the exchange completes
-  }
   const char* src = reinterpret_cast<const char*>(halo_rows);
-  if (dtype_ == HaloDtype::kBf16) {
+  if (gpu_) {  // narrow on the device, then stage the halo rows' gradients on the host
     send.resize(std::size_t(h * w) * es);
-    auto* out = reinterpret_cast<std::uint16_t*>(send.data());
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < h * w; ++i) out[i] = to_bf16(halo_rows[i]);
+    const void* payload = halo_rows;
+    if (dtype_ == HaloDtype::kBf16) {
+      std::uint16_t* half = device_halves(wire_send_, h * w);
+      be_.pack_bf16(halo_rows, h * w, half);
+      payload = half;
+    }
+    if (!send.empty()) device_copy(send.data(), payload, send.size(), CopyKind::kDeviceToHost);
+    src = send.data();
+  } else if (dtype_ == HaloDtype::kBf16) {
+    send.resize(std::size_t(h * w) * es);
+    be_.pack_bf16(halo_rows, h * w, reinterpret_cast<std::uint16_t*>(send.data()));
     src = send.data();
   } else if (copy_send) {
     send.assign(src, src + std::size_t(h * w) * es);
@@ -159,33 +151,35 @@ void HaloExchanger::unpack_halo(const std::vector<char>& recv, const MatrixView&
     copy_floats(all.device, all.row(plan_.owned), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n);
     return;
   }
-  float* dst = all.row(plan_.owned);
-  if (gpu_) {
-    host_rows_.resize(std::size_t(n));
-    dst = host_rows_.data();
-  }
   const auto* in = reinterpret_cast<const std::uint16_t*>(recv.data());
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = from_bf16(in[i]);
-  if (gpu_) copy_floats(Device::kCuda, all.row(plan_.owned), Device::kCpu, host_rows_.data(), n);
+  if (gpu_) {  // the narrow payload goes to the device and is widened there
+    std::uint16_t* half = device_halves(wire_recv_, n);
+    if (n > 0) device_copy(half, in, std::size_t(n) * 2, CopyKind::kHostToDevice);
+    in = half;
+  }
+  be_.unpack_bf16(in, n, all.row(plan_.owned));
 }
 
 void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView& all) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
   if (n == 0) return;
+  if (gpu_) {  // the payload goes to the device (widened there), then is added into owned rows
+    stage_.resize(n, w);
+    if (dtype_ == HaloDtype::kBf16) {
+      std::uint16_t* half = device_halves(wire_recv_, n * w);
+      device_copy(half, recv.data(), std::size_t(n * w) * 2, CopyKind::kHostToDevice);
+      be_.unpack_bf16(half, n * w, stage_.data());
+    } else {
+      copy_floats(Device::kCuda, stage_.data(), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n * w);
+    }
+    be_.scatter_add_rows(stage_.view(), send_dev_->data(), n, all.rows_range(0, plan_.owned));
+    return;
+  }
   const float* rows = reinterpret_cast<const float*>(recv.data());
   if (dtype_ == HaloDtype::kBf16) {
     widened_.resize(std::size_t(n * w));
-    const auto* in = reinterpret_cast<const std::uint16_t*>(recv.data());
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n * w; ++i) widened_[std::size_t(i)] = from_bf16(in[i]);
+    be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(recv.data()), n * w, widened_.data());
     rows = widened_.data();
-  }
-  if (gpu_) {
-    stage_.resize(n, w);
-    copy_floats(Device::kCuda, stage_.data(), Device::kCpu, rows, n * w);
-    be_.scatter_add_rows(stage_.view(), send_dev_->data(), n, all.rows_range(0, plan_.owned));
-    return;
   }
   be_.scatter_add_rows({const_cast<float*>(rows), n, w, all.device}, plan_.send, n, all.rows_range(0, plan_.owned));
 }
@@ -197,24 +191,46 @@ HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slo
   return *s;
 }
 
-// NCCL: rows packed on the GPU go straight from device memory into the peers' halo rows.
+// NCCL: rows packed on the GPU go straight from device memory into the peers' halo rows (f32),
+// or into a bf16 receive buffer that forward_end widens into them.
 void HaloExchanger::start_direct_forward(const MatrixView& all, int tag) {
-  const std::int64_t w = all.cols, n = plan_.send_rows();
+  const std::int64_t w = all.cols, n = plan_.send_rows(), h = plan_.halo;
+  const bool narrow = dtype_ == HaloDtype::kBf16;
+  const std::size_t row = std::size_t(w) * (narrow ? 2 : 4);
   stage_.resize(n, w);
   if (n > 0) be_.gather_rows(all, send_dev_->data(), n, stage_.view());
-  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, stage_.data(), std::size_t(w) * 4);
-  const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, all.row(plan_.owned), std::size_t(w) * 4);
-  stats_.bytes_sent += n * w * 4;
+  void* send = stage_.data();
+  void* recv = all.row(plan_.owned);
+  if (narrow) {
+    std::uint16_t* half = device_halves(wire_send_, n * w);
+    be_.pack_bf16(stage_.data(), n * w, half);
+    send = half;
+    recv = device_halves(wire_recv_, h * w);
+  }
+  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, send, row);
+  const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, recv, row);
+  stats_.bytes_sent += std::int64_t(std::size_t(n) * row);
+  fwd_all_ = all;
   pending_ = comm_.exchange(sends, recvs, tag);
 }
 
 void HaloExchanger::start_direct_backward(const MatrixView& all, int tag) {
-  const std::int64_t w = all.cols, n = plan_.send_rows();
+  const std::int64_t w = all.cols, n = plan_.send_rows(), h = plan_.halo;
+  const bool narrow = dtype_ == HaloDtype::kBf16;
+  const std::size_t row = std::size_t(w) * (narrow ? 2 : 4);
   grad_stage_.set_device(Device::kCuda);
   grad_stage_.resize(n, w);
-  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, all.row(plan_.owned), std::size_t(w) * 4);
-  const auto recvs = peer_blocks(plan_.k, plan_.send_offsets, grad_stage_.data(), std::size_t(w) * 4);
-  stats_.bytes_sent += plan_.halo * w * 4;
+  void* send = all.row(plan_.owned);
+  void* recv = grad_stage_.data();
+  if (narrow) {
+    std::uint16_t* half = device_halves(wire_send_, h * w);
+    be_.pack_bf16(all.row(plan_.owned), h * w, half);
+    send = half;
+    recv = device_halves(wire_recv_, n * w);
+  }
+  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, send, row);
+  const auto recvs = peer_blocks(plan_.k, plan_.send_offsets, recv, row);
+  stats_.bytes_sent += std::int64_t(std::size_t(h) * row);
   pending_ = comm_.exchange(sends, recvs, tag);
 }
 
@@ -254,6 +270,9 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
 void HaloExchanger::forward_end() {
   if (direct_) {
     finish_pending(pending_);
+    if (dtype_ == HaloDtype::kBf16)
+      be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(wire_recv_.data()), plan_.halo * fwd_all_.cols,
+                      fwd_all_.row(plan_.owned));
     return;
   }
   if (fwd_stale_) return;
@@ -294,6 +313,9 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
 void HaloExchanger::backward_end(const MatrixView& all) {
   if (direct_) {
     finish_pending(pending_);
+    if (dtype_ == HaloDtype::kBf16)
+      be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(wire_recv_.data()), plan_.send_rows() * all.cols,
+                      grad_stage_.data());
     if (plan_.send_rows() > 0)
       be_.scatter_add_rows(grad_stage_.view(), send_dev_->data(), plan_.send_rows(), all.rows_range(0, plan_.owned));
     return;

@@ -358,8 +358,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
                                                                                               : Device::kCpu;
   const bool gpu = dev == Device::kCuda;
   // Ranks on GPUs: one GPU per rank on a node when there are enough, and then NCCL moves the
-  // halo rows and gradients between device buffers; otherwise (ranks sharing a GPU, no NCCL,
-  // bf16 or stale halo rows) MPI with host staging.
+  // halo rows and gradients (f32 or bf16) between device buffers; otherwise (ranks sharing a
+  // GPU, no NCCL, stale halo rows) MPI with host staging of the packed payload.
   std::unique_ptr<Communicator> nccl;
   if (gpu && ranks > 1) {
     const CudaDevices devs = cuda_devices();
@@ -371,7 +371,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     use_device(local % devs.count);
     std::string why = nccl_unavailable_reason();
     if (why.empty() && local_size > devs.count) why = "ranks share a GPU";
-    if (why.empty() && (opt.halo_dtype != "f32" || opt.halo_staleness != 0)) why = "bf16 and staleness use the MPI path";
+    if (why.empty() && opt.halo_staleness != 0) why = "stale halo rows use the MPI path";
     std::int64_t ok = why.empty();
     comm.allreduce(&ok, 1, ReduceOp::kMin);  // every rank takes the same path
     if (ok) nccl = make_nccl_communicator(comm, local % devs.count);

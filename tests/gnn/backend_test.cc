@@ -394,6 +394,53 @@ TEST(CpuBackend, ElementwiseAndReductions) {
   EXPECT_EQ(S.at(1, 7), 0.f);
 }
 
+// The bfloat16 nearest to finite x (|x| < 1e38), ties to even, from the two candidates around x
+// compared in double: an oracle independent of the bit trick in bf16.h.
+std::uint16_t nearest_bf16(float x) {
+  std::uint32_t u = 0;
+  std::memcpy(&u, &x, 4);
+  const std::uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+  float flo = 0, fhi = 0;
+  std::memcpy(&flo, &lo, 4);
+  std::memcpy(&fhi, &hi, 4);
+  const double dlo = std::abs(double(x) - double(flo)), dhi = std::abs(double(fhi) - double(x));
+  if (dlo < dhi || (dlo == dhi && ((lo >> 16) & 1u) == 0)) return std::uint16_t(lo >> 16);
+  return std::uint16_t(hi >> 16);
+}
+
+TEST(CpuBackend, PackBf16RoundsToNearestEvenAndUnpackIsExact) {
+  Backend& be = cpu_backend();
+  std::mt19937 g{41};
+  std::normal_distribution<float> d;
+  std::vector<float> x;
+  for (int i = 0; i < 10007; ++i) x.push_back(std::ldexp(d(g), int(i % 61) - 30));
+  for (float t : {0.f, -0.f, 1.f + 1.f / 256, 1.f + 3.f / 256, -(1.f + 1.f / 256), 1e-40f, 3e38f}) x.push_back(t);
+  const auto n = std::int64_t(x.size());
+  std::vector<std::uint16_t> h(x.size() + 1, 0xabcd);  // one sentinel past the end
+  be.pack_bf16(x.data(), n, h.data());
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(h[i], nearest_bf16(x[i])) << "x = " << x[i];
+  EXPECT_EQ(h.back(), 0xabcd) << "wrote past n";
+
+  std::vector<float> y(x.size());
+  be.unpack_bf16(h.data(), n, y.data());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &y[i], 4);
+    ASSERT_EQ(bits, std::uint32_t(h[i]) << 16) << i;
+  }
+  // Special values: NaN stays NaN, infinities stay, and the largest floats round up to infinity.
+  const float special[] = {std::nanf(""), -std::nanf(""), INFINITY, -INFINITY, 3.4028235e38f};
+  std::uint16_t hs[5];
+  float ys[5];
+  be.pack_bf16(special, 5, hs);
+  be.unpack_bf16(hs, 5, ys);
+  EXPECT_TRUE(std::isnan(ys[0]));
+  EXPECT_TRUE(std::isnan(ys[1]));
+  EXPECT_EQ(ys[2], INFINITY);
+  EXPECT_EQ(ys[3], -INFINITY);
+  EXPECT_EQ(ys[4], INFINITY);
+}
+
 TEST(CpuBackend, DropoutMaskIsKeyedByGlobalRowAndColumn) {
   Backend& be = cpu_backend();
   const PhiloxKey key = philox_key(7, kStreamDropout + 3);

@@ -514,6 +514,29 @@ TEST_F(CudaBackendTest, GatherAndScatterAddRowsMatchCpu) {
   }
 }
 
+// Halo rows narrowed on the GPU are the bits the CPU would send (the same bf16.h rounding).
+TEST_F(CudaBackendTest, Bf16PackAndUnpackAreBitwiseTheCpus) {
+  Backend& gpu = cuda_backend();
+  std::vector<float> x = randn(100003, 81);
+  for (std::size_t i = 0; i < x.size(); i += 7) x[i] = std::ldexp(x[i], int(i % 80) - 40);
+  for (float t : {0.f, -0.f, 1.f + 1.f / 256, -(1.f + 3.f / 256), 1e-40f, 3.4028235e38f, INFINITY, -INFINITY,
+                  std::nanf("")})
+    x.push_back(t);
+  const auto n = std::int64_t(x.size());
+  std::vector<std::uint16_t> h(x.size());
+  cpu.pack_bf16(x.data(), n, h.data());
+  const DeviceArray<float> dx(x);
+  const DeviceArray<std::uint16_t> dh(std::vector<std::uint16_t>(x.size(), 0));
+  gpu.pack_bf16(dx.get(), n, dh.get());
+  EXPECT_EQ(dh.to_host(), h);
+
+  std::vector<float> y(x.size());
+  cpu.unpack_bf16(h.data(), n, y.data());
+  const DeviceArray<float> dy(std::vector<float>(x.size(), 0.f));
+  gpu.unpack_bf16(dh.get(), n, dy.get());
+  expect_bitwise(dy.to_host(), y, "unpack_bf16");
+}
+
 // Runs without a GPU (it is about the lack of one).
 TEST(Device, CudaBackendWithoutDeviceIsASystemError) {
   if (cuda_devices().count > 0) GTEST_SKIP() << "a GPU is present";

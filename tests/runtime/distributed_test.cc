@@ -416,5 +416,27 @@ TEST(DistributedGpu, RanksSharingOneGpuEqualOneProcess) {
   expect_equivalent("sbm", "sbm-4", 4, "--device cuda --model sage --layers 3 --hidden 16 --batch-norm --epochs 20");
 }
 
+// The communication savers on GPU ranks (bf16 rows narrowed and widened on the device, stale rows
+// staged through host slots) train what the same savers train on CPU ranks, epoch by epoch.
+TEST(DistributedGpu, CommunicationSaversOnGpuRanksMatchCpuRanks) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  for (const std::string saver : {"--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
+    TempDir t;
+    const std::string common = " train " + data("sbm-4").string() +
+                               " --model sage --layers 3 --hidden 16 --batch-norm --epochs 20 --eval-every 5 "
+                               "--threads 1 -q " + saver;
+    const Result cpu = shell(mpirun(4) + halo() + common + " --device cpu --log " + (t / "c.jsonl").string(), t / "c");
+    ASSERT_EQ(cpu.code, 0) << saver << "\n" << cpu.out;
+    const Result gpu = shell(mpirun(4) + halo() + common + " --device cuda --log " + (t / "g.jsonl").string(), t / "g");
+    ASSERT_EQ(gpu.code, 0) << saver << "\n" << gpu.out;
+    const auto ec = epochs(read_log(t / "c.jsonl")), eg = epochs(read_log(t / "g.jsonl"));
+    ASSERT_EQ(ec.size(), eg.size()) << saver;
+    ASSERT_GT(ec.size(), 0u) << saver;
+    for (const auto& [e, rc] : ec)
+      EXPECT_LT(rel(rc["loss"], eg.at(e)["loss"]), 1e-4) << saver << " epoch " << e;
+  }
+}
+
 }  // namespace
 }  // namespace halo

@@ -152,6 +152,11 @@ class Backend {
   // dst = src (same shape); fill X with v.
   virtual void copy(const MatrixView& src, const MatrixView& dst) = 0;
   virtual void fill(const MatrixView& X, float v) = 0;
+  // dst[i] = to_bf16(src[i]) for i < n (bf16.h: nearest even, NaN kept), both in this backend's
+  // memory: halo rows are narrowed where they live, so a GPU stages half the bytes.
+  virtual void pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
+  // dst[i] = from_bf16(src[i]) for i < n (exact), both in this backend's memory.
+  virtual void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
 };
 
 // The CPU backend (process-wide; thread count from OpenMP).

@@ -12,9 +12,9 @@
 // staleness 1 (PipeGCN: a training exchange of epoch t delivers its rows at epoch t + 1, so the
 // whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
 //
-// With the CUDA backend the rows are packed and unpacked on the GPU. Over NCCL they travel from
-// device memory to device memory; over MPI (ranks sharing a GPU, NCCL missing, bf16 or
-// staleness) they are staged through host buffers.
+// With the CUDA backend the rows are packed, narrowed to bf16 and widened again on the GPU. Over
+// NCCL they travel from device memory to device memory; over MPI (ranks sharing a GPU, NCCL
+// missing, staleness) the packed payload is staged through host buffers.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/bf16.h"
 #include "halo/gnn/device.h"
 #include "halo/gnn/model.h"
 #include "halo/runtime/comm.h"
@@ -95,7 +96,7 @@ class HaloExchanger final : public Exchanger {
   bool gpu_ = false;
   std::unique_ptr<DeviceArray<NodeId>> send_dev_;
   Matrix stage_;
-  std::vector<float> host_rows_;
+  Matrix wire_send_, wire_recv_;  // bf16 payloads in device memory (raw storage)
   // NCCL (device-memory communicator): no staging; gradients for owned rows land in grad_stage_.
   bool direct_ = false;
   Matrix grad_stage_;
@@ -105,9 +106,5 @@ class HaloExchanger final : public Exchanger {
   std::vector<std::unique_ptr<Slot>> fwd_slots_, bwd_slots_;
   Slot* bwd_active_ = nullptr;  // the stale slot whose gradients backward_end adds
 };
-
-// float <-> bfloat16 (round to nearest even; NaN stays NaN).
-std::uint16_t to_bf16(float f);
-float from_bf16(std::uint16_t h);
 
 }  // namespace halo
