@@ -1,6 +1,6 @@
 // CUDA kernels other than SpMM: the GPU twin of cpu_backend.cc, op for op with the same
-// semantics. GEMM goes to cuBLAS (FP32, no TF32); everything else is own kernels on the
-// backend's stream.
+// semantics. GEMM goes to cuBLAS (FP32 by default; TF32/BF16 tensor ops with
+// --matmul-precision); everything else is own kernels on the backend's stream.
 //
 // Determinism (no floating-point atomics anywhere):
 // - column_sums, column_moments, batch_norm_grad_sums: rows are cut into fixed blocks (256 rows,

@@ -113,7 +113,8 @@ class CudaBackend final : public Backend {
     ~SpmmPlan();
   };
   // (offsets, indices, values, rows, cols, dense width): every pointer the descriptor holds.
-  using SpmmKey = std::tuple<const void*, const void*, const void*, std::int64_t, std::int64_t, std::int64_t>;
+  using SpmmKey =
+      std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t, std::int64_t, std::int64_t>;
   SpmmPlan& spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y);
   // Destroys the plans, handles and stream (errors ignored).
   void release() noexcept;

@@ -71,9 +71,11 @@ struct Usage {
   std::unordered_map<void*, std::size_t> sizes;
   std::size_t now = 0, peak = 0;
 };
+// Never destroyed: static RAII owners (the process-wide CUDA backend's buffers) free through it
+// during exit, possibly after a function-local static would be gone.
 Usage& usage() {
-  static Usage u;
-  return u;
+  static Usage* u = new Usage;
+  return *u;
 }
 }  // namespace
 

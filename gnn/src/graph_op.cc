@@ -1,6 +1,7 @@
 // Normalised sparse operators and their transposes.
 #include "halo/gnn/graph_op.h"
 
+#include <atomic>
 #include <cmath>
 
 #include "halo/gnn/device.h"
@@ -18,8 +19,9 @@ DeviceSparse::DeviceSparse(const SparseMatrix& a) {
   offsets_.reset(upload(a.offsets.data(), sizeof(EdgeId) * a.offsets.size()));
   indices_.reset(upload(a.indices.data(), sizeof(NodeId) * a.indices.size()));
   values_.reset(upload(a.values.data(), sizeof(float) * a.values.size()));
+  static std::atomic<std::uint64_t> next_id{1};
   view_ = {a.rows, a.cols, static_cast<const EdgeId*>(offsets_.get()), static_cast<const NodeId*>(indices_.get()),
-           static_cast<const float*>(values_.get())};
+           static_cast<const float*>(values_.get()), next_id.fetch_add(1, std::memory_order_relaxed)};
 }
 
 SparseMatrix transpose(const SparseMatrix& a) {

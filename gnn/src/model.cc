@@ -152,7 +152,7 @@ namespace {
 
 // Rows [begin, end) of a CSR operator (offsets stay absolute, so the slice is a view).
 SparseView row_slice(const SparseView& a, std::int64_t begin, std::int64_t end) {
-  return {end - begin, a.cols, a.offsets + begin, a.indices, a.values};
+  return {end - begin, a.cols, a.offsets + begin, a.indices, a.values, a.storage_id};
 }
 
 // Y = A X where the halo rows of X (rows [owned, all)) arrive through the exchange: the inner

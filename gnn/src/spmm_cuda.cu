@@ -7,9 +7,12 @@
 // row-major layouts) are documented as possibly differing slightly from run to run. ALG3 supports CSR with opA = non-transpose only, which is all we need (the
 // transposed operator is precomputed, see graph_op.h); its only documented restrictions are on
 // opA / opB, not on the dense layout, so row-major X and Y are used as they are. Should a
-// cuSPARSE release decline ALG3 for a shape anyway (NOT_SUPPORTED or INVALID_VALUE from
-// cusparseSpMM_bufferSize), an own kernel takes over for that operator: one warp per row, lanes
-// over columns, nonzeros added in CSR order — also deterministic, and the CPU's summation order.
+// cuSPARSE release decline ALG3 for a shape anyway (NOT_SUPPORTED, INVALID_VALUE or
+// INSUFFICIENT_RESOURCES from cusparseSpMM_bufferSize; shapes are checked before, so these are
+// not caller bugs), an own kernel takes over for that operator: one warp per row, lanes over
+// columns, nonzeros added in CSR order — also deterministic, and the CPU's summation order. It
+// also takes width 1, where cuSPARSE may hand over to SpMV (not documented deterministic), and
+// every operator when HALO_CUDA_SPMM=own (read per plan; for tests and A/B timings).
 //
 // Index types: halo stores offsets as int64 (EdgeId) and column indices as int32 (NodeId). The
 // cuSPARSE documentation lists 32- and 64-bit index types for SpMM but does not document mixing
@@ -18,15 +21,16 @@
 //
 // Plans: descriptor, int32 offsets and the external buffer (preprocessed with
 // cusparseSpMM_preprocess, which ALG3 benefits from) are built once per (operator, dense width)
-// and reused; the cache is keyed by every pointer the descriptor holds plus the shape. Row
-// slices of a bigger CSR (offsets shifted, offsets[0] != 0, indices and values not shifted) are
-// handled by rebasing: offsets - offsets[0] over indices + offsets[0], values + offsets[0].
-// The offsets' first and last entries are read once per plan (SparseView::nnz() would
-// dereference device memory on the host). Operators are built once per graph and outlive the
-// run; an operator freed and another allocated at the very same addresses with the same shape
-// would reuse the stale plan (offsets and nonzero count), so free and rebuild them together
-// with the backend's users, not mid-run.
+// and reused; the cache is keyed by the upload's storage_id (unique per DeviceSparse, so an
+// operator allocated where a freed one lived never meets the old plan), every pointer the
+// descriptor holds and the shape. Row slices of a bigger CSR (offsets shifted, offsets[0] != 0,
+// indices and values not shifted) are handled by rebasing: offsets - offsets[0] over
+// indices + offsets[0], values + offsets[0]. The offsets' first and last entries are read once
+// per plan (SparseView::nnz() would dereference device memory on the host).
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <string>
 
 #include "cuda_backend.h"
@@ -96,13 +100,13 @@ CudaBackend::SpmmPlan::~SpmmPlan() {
 }
 
 CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
-  const SpmmKey key{A.offsets, A.indices, A.values, A.rows, A.cols, X.cols};
+  const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols, X.cols};
   if (auto it = spmm_plans_.find(key); it != spmm_plans_.end()) return *it->second;
   if (spmm_plans_.size() >= kMaxPlans) {  // operators are few; this only bounds stale entries
     HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
     spmm_plans_.clear();
   }
-  if (A.cols > INT_MAX) throw ParamError("CudaBackend::spmm: more than 2^31-1 columns");
+  if (A.cols > INT_MAX || A.rows >= INT_MAX) throw ParamError("CudaBackend::spmm: 2^31-1 or more rows or columns");
   auto plan = std::make_unique<SpmmPlan>();
   EdgeId ends[2] = {0, 0};
   HALO_CUDA_CHECK(cudaMemcpyAsync(&ends[0], A.offsets, sizeof(EdgeId), cudaMemcpyDeviceToHost, stream_));
@@ -119,7 +123,9 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
   auto* off32 = static_cast<std::int32_t*>(plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
   rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base, off32);
   HALO_CUDA_CHECK(cudaGetLastError());
-  if (plan->nnz > 0) {
+  const char* force = std::getenv("HALO_CUDA_SPMM");
+  if (X.cols == 1 || (force && std::strcmp(force, "own") == 0)) plan->own_kernel = true;
+  if (plan->nnz > 0 && !plan->own_kernel) {
     HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(&plan->mat, A.rows, A.cols, plan->nnz, off32, plan->indices,
                                                plan->values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                                CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
@@ -131,9 +137,17 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d,
                                                         &beta, y.d, CUDA_R_32F, kAlg, &bytes);
     // cuSPARSE declines an algorithm/shape combination with NOT_SUPPORTED or, in some releases,
-    // INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ..."): the own kernel takes over.
-    if (st == CUSPARSE_STATUS_NOT_SUPPORTED || st == CUSPARSE_STATUS_INVALID_VALUE) {
+    // INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ...") or INSUFFICIENT_RESOURCES
+    // (an index width that cannot hold the input): the own kernel takes over, said once.
+    if (st == CUSPARSE_STATUS_NOT_SUPPORTED || st == CUSPARSE_STATUS_INVALID_VALUE ||
+        st == CUSPARSE_STATUS_INSUFFICIENT_RESOURCES) {
       plan->own_kernel = true;
+      static bool said = false;
+      if (!said) {
+        said = true;
+        std::cerr << "halo: cuSPARSE declined CSR SpMM ALG3 (" << cusparseGetErrorName(st)
+                  << "); halo's own deterministic SpMM kernel takes those operators\n";
+      }
     } else if (st != CUSPARSE_STATUS_SUCCESS) {
       throw SystemError(std::string("cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG3) failed at ") + __FILE__ + ":" +
                         std::to_string(__LINE__) + ": " + cusparseGetErrorName(st) + " (" +
@@ -152,6 +166,10 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
 
 void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   const std::int64_t f = X.cols;
+  if (X.rows != A.cols || Y.rows != A.rows || Y.cols != f)
+    throw ParamError("CudaBackend::spmm: A is " + std::to_string(A.rows) + "x" + std::to_string(A.cols) + ", X " +
+                     std::to_string(X.rows) + "x" + std::to_string(f) + ", Y " + std::to_string(Y.rows) + "x" +
+                     std::to_string(Y.cols));
   if (A.rows == 0 || f == 0) return;
   SpmmPlan& p = spmm_plan(A, X, Y);
   if (p.nnz == 0) {

@@ -2,13 +2,20 @@
 """GPU baseline for tools/gpu-check.sh: PyTorch Geometric's GCNConv, full batch, on a halo
 native dataset read with NumPy (docs/FORMATS.md: 64-byte header, then the raw payload).
 
-    python3 tools/bench/pyg_gcn.py DATASET [--epochs 10] [--hidden 256] [--layers 3]
+    python3 tools/bench/pyg_gcn.py DATASET [--epochs 10] [--hidden 256] [--layers 3] [--adj csr|edge_index]
 
 The model matches `halo train --device cuda --layers 3 --hidden 256 --dropout 0.5`: GCNConv
 (normalised A + I, cached) -> ReLU -> dropout 0.5 between layers, cross-entropy over the train
 split, Adam 0.01. Each epoch (zero_grad, forward, backward, step) is timed after
 torch.cuda.synchronize(). Prints one JSON line: median epoch seconds and peak GPU memory
 (torch.cuda.max_memory_allocated, the allocator's view, like halo's own count).
+
+The adjacency goes to GCNConv as a torch.sparse_csr_tensor by default: PyG then normalises it
+once and aggregates with torch.sparse.mm (cuSPARSE), its memory-lean full-batch route, which
+needs neither torch_sparse nor torch_scatter. `--adj edge_index` is PyG's message-passing route,
+which materialises one message per edge and layer ([E, hidden] floats: about 129 GB per layer
+at products size, more than an H200 holds); when the GPU runs out of memory the JSON line says
+so ("oom": true) with the peak reached, instead of a traceback.
 """
 
 import argparse
@@ -63,14 +70,20 @@ def main():
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--adj", choices=["csr", "edge_index"], default="csr")
     a = p.parse_args()
     meta = json.load(open(os.path.join(a.dataset, "meta.json")))
     offsets = load(a.dataset, meta, "offsets").astype(np.int64)
     indices = load(a.dataset, meta, "indices").astype(np.int64)
     n = offsets.shape[0] - 1
-    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     dev = torch.device("cuda")
-    edge_index = torch.from_numpy(np.stack([indices, row])).to(dev)  # source -> target
+    if a.adj == "csr":
+        # Row i lists i's neighbours: adj_t (target x source) of a symmetric graph.
+        adj = torch.sparse_csr_tensor(torch.from_numpy(offsets), torch.from_numpy(indices),
+                                      torch.ones(indices.shape[0], dtype=torch.float32), size=(n, n)).to(dev)
+    else:
+        row = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+        adj = torch.from_numpy(np.stack([indices, row])).to(dev)  # source -> target
     x = torch.from_numpy(load(a.dataset, meta, "features")).to(dev)
     y = torch.from_numpy(load(a.dataset, meta, "labels").reshape(-1).astype(np.int64)).to(dev)
     split = next(iter(meta["splits"]))
@@ -81,23 +94,29 @@ def main():
     model = Net(x.shape[1], a.hidden, classes, a.layers, a.dropout).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     torch.cuda.reset_peak_memory_stats()
-    times = []
-    for epoch in range(a.epochs):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        model.train()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x, edge_index)[train], y[train])
-        loss.backward()
-        opt.step()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-        print(f"epoch {epoch + 1} loss {loss.item():.4f} {times[-1]:.4f} s", file=sys.stderr)
     import torch_geometric
+    info = {"adj": a.adj, "torch": torch.__version__, "pyg": torch_geometric.__version__,
+            "gpu": torch.cuda.get_device_name()}
+    times = []
+    try:
+        for epoch in range(a.epochs):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.train()
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x, adj)[train], y[train])
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+            print(f"epoch {epoch + 1} loss {loss.item():.4f} {times[-1]:.4f} s", file=sys.stderr)
+    except torch.cuda.OutOfMemoryError as e:
+        print(f"out of GPU memory in epoch {len(times) + 1}: {e}", file=sys.stderr)
+        print(json.dumps({"oom": True, "epochs_done": len(times),
+                          "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20, **info}))
+        sys.exit(3)
     print(json.dumps({"epoch_time_median_s": statistics.median(times[1:] if len(times) > 1 else times),
-                      "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20,
-                      "torch": torch.__version__, "pyg": torch_geometric.__version__,
-                      "gpu": torch.cuda.get_device_name()}))
+                      "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20, **info}))
 
 
 if __name__ == "__main__":

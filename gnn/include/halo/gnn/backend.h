@@ -28,6 +28,10 @@ struct SparseView {
   const EdgeId* offsets = nullptr;
   const NodeId* indices = nullptr;
   const float* values = nullptr;
+  // Names the uploaded arrays (DeviceSparse: unique per upload, never reused; 0 for host views).
+  // A backend that caches per-operator state keys it on this too: a freed operator's addresses
+  // can come back for a new one of the same shape.
+  std::uint64_t storage_id = 0;
   EdgeId nnz() const { return rows ? offsets[rows] : 0; }
 };
 
