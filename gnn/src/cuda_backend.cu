@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ namespace halo {
 namespace {
 
 constexpr int kThreads = 256;
+static_assert(kThreads % 32 == 0 && (kThreads & (kThreads - 1)) == 0,
+              "the one-warp-per-row kernels and the partial-sum tree need whole warps and a power of two");
 constexpr std::int64_t kReduceRows = 256;    // least rows per partial in column reductions
 constexpr std::int64_t kMaxPartials = 2048;  // most partials per column (bounds the second pass)
 constexpr std::int64_t kLossChunk = 4096;    // rows per partial in loss sums
@@ -45,7 +48,16 @@ unsigned grid_for(std::int64_t n, int threads = kThreads) {
   return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
 }
 
-void check_launch() { HALO_CUDA_CHECK(cudaGetLastError()); }
+// Launch errors now; with HALO_CUDA_SYNC=1 (bring-up, tests) also the kernel's own faults, so an
+// error names the op that caused it rather than the next one that synchronises.
+void check_launch() {
+  HALO_CUDA_CHECK(cudaGetLastError());
+  static const bool sync = [] {
+    const char* v = std::getenv("HALO_CUDA_SYNC");
+    return v && std::string(v) == "1";
+  }();
+  if (sync) HALO_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 

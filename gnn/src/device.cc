@@ -38,6 +38,7 @@ std::vector<float> cuda_smoke_test(int) { throw SystemError(cuda_devices().reaso
 std::size_t device_peak_bytes() { return 0; }
 void device_synchronize() { throw SystemError(cuda_devices().reason); }
 void use_device(int) { throw SystemError(cuda_devices().reason); }
+std::string device_pci_bus_id(int) { throw SystemError(cuda_devices().reason); }
 void* device_alloc(std::size_t) { throw SystemError(cuda_devices().reason); }
 void device_free(void*) noexcept {}
 void device_copy(void*, const void*, std::size_t, CopyKind) { throw SystemError(cuda_devices().reason); }

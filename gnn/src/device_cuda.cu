@@ -50,6 +50,7 @@ CudaDevices cuda_devices() {
 std::vector<float> cuda_smoke_test(int n) {
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) throw SystemError(devs.reason);
+  if (n <= 0) return {};  // a launch of zero blocks is an error, not a no-op
   float* raw = nullptr;
   HALO_CUDA_CHECK(cudaMalloc(&raw, sizeof(float) * std::size_t(n > 0 ? n : 1)));
   std::unique_ptr<float, DeviceFree> d_out(raw);
@@ -109,6 +110,12 @@ std::size_t device_peak_bytes() {
 }
 
 void device_synchronize() { HALO_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+std::string device_pci_bus_id(int index) {
+  char id[32] = {};
+  HALO_CUDA_CHECK(cudaDeviceGetPCIBusId(id, int(sizeof id), index));
+  return id;
+}
 
 void device_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
   if (bytes == 0) return;

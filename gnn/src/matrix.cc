@@ -2,7 +2,9 @@
 #include "halo/gnn/matrix.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "halo/gnn/device.h"
 #include "halo/graph/error.h"
@@ -45,6 +47,28 @@ Matrix& Matrix::operator=(const Matrix& o) {
   return *this;
 }
 
+Matrix::Matrix(Matrix&& o) noexcept
+    : rows_(std::exchange(o.rows_, 0)),
+      cols_(std::exchange(o.cols_, 0)),
+      device_(o.device_),
+      host_(std::move(o.host_)),
+      dev_(std::move(o.dev_)),
+      dev_capacity_(std::exchange(o.dev_capacity_, 0)) {
+  o.host_.clear();
+}
+
+Matrix& Matrix::operator=(Matrix&& o) noexcept {
+  if (this == &o) return *this;
+  rows_ = std::exchange(o.rows_, 0);
+  cols_ = std::exchange(o.cols_, 0);
+  device_ = o.device_;
+  host_ = std::move(o.host_);
+  o.host_.clear();
+  dev_ = std::move(o.dev_);
+  dev_capacity_ = std::exchange(o.dev_capacity_, 0);
+  return *this;
+}
+
 void Matrix::resize(std::int64_t rows, std::int64_t cols) {
   rows_ = rows;
   cols_ = cols;
@@ -54,6 +78,7 @@ void Matrix::resize(std::int64_t rows, std::int64_t cols) {
   }
   if (rows * cols > dev_capacity_) {
     dev_.reset();
+    dev_capacity_ = 0;  // owns nothing should the allocation throw
     dev_.reset(static_cast<float*>(device_alloc(sizeof(float) * std::size_t(rows * cols))));
     dev_capacity_ = rows * cols;
   }
@@ -70,7 +95,7 @@ void Matrix::fill(float v) {
     std::fill(host_.begin(), host_.end(), v);
     return;
   }
-  if (v == 0.f) {
+  if (v == 0.f && !std::signbit(v)) {  // -0 keeps its sign, as on the host
     device_zero(dev_.get(), sizeof(float) * std::size_t(size()));
     return;
   }

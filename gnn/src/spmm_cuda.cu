@@ -63,6 +63,30 @@ __global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, con
   }
 }
 
+// cuSPARSE declines an algorithm/shape combination with NOT_SUPPORTED or, in some releases,
+// INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ...") or INSUFFICIENT_RESOURCES (an
+// index width that cannot hold the input). True for those (said once on stderr): the caller
+// hands the operator to the own kernel.
+bool declined(cusparseStatus_t st, const char* call) {
+  if (st != CUSPARSE_STATUS_NOT_SUPPORTED && st != CUSPARSE_STATUS_INVALID_VALUE &&
+      st != CUSPARSE_STATUS_INSUFFICIENT_RESOURCES)
+    return false;
+  static bool said = false;
+  if (!said) {
+    said = true;
+    std::cerr << "halo: " << call << " declined CSR SpMM ALG3 (" << cusparseGetErrorName(st)
+              << "); halo's own deterministic SpMM kernel takes those operators\n";
+  }
+  return true;
+}
+
+void check_status(cusparseStatus_t st, const char* call, int line) {
+  if (st != CUSPARSE_STATUS_SUCCESS)
+    throw SystemError(std::string(call) + "(CUSPARSE_SPMM_CSR_ALG3) failed at " + __FILE__ + ":" +
+                      std::to_string(line) + ": " + cusparseGetErrorName(st) + " (" + cusparseGetErrorString(st) +
+                      ")");
+}
+
 unsigned blocks_for(std::int64_t threads) {
   const std::int64_t b = (threads + 255) / 256;
   return unsigned(b < 1 ? 1 : (b > (1 << 20) ? (1 << 20) : b));
@@ -136,27 +160,16 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
     const cusparseStatus_t st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d,
                                                         &beta, y.d, CUDA_R_32F, kAlg, &bytes);
-    // cuSPARSE declines an algorithm/shape combination with NOT_SUPPORTED or, in some releases,
-    // INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ...") or INSUFFICIENT_RESOURCES
-    // (an index width that cannot hold the input): the own kernel takes over, said once.
-    if (st == CUSPARSE_STATUS_NOT_SUPPORTED || st == CUSPARSE_STATUS_INVALID_VALUE ||
-        st == CUSPARSE_STATUS_INSUFFICIENT_RESOURCES) {
+    if (declined(st, "cusparseSpMM_bufferSize")) {
       plan->own_kernel = true;
-      static bool said = false;
-      if (!said) {
-        said = true;
-        std::cerr << "halo: cuSPARSE declined CSR SpMM ALG3 (" << cusparseGetErrorName(st)
-                  << "); halo's own deterministic SpMM kernel takes those operators\n";
-      }
-    } else if (st != CUSPARSE_STATUS_SUCCESS) {
-      throw SystemError(std::string("cusparseSpMM_bufferSize(CUSPARSE_SPMM_CSR_ALG3) failed at ") + __FILE__ + ":" +
-                        std::to_string(__LINE__) + ": " + cusparseGetErrorName(st) + " (" +
-                        cusparseGetErrorString(st) + ")");
     } else {
+      check_status(st, "cusparseSpMM_bufferSize", __LINE__);
       void* work = plan->work.reserve(bytes, stream_);
-      HALO_CUSPARSE_CHECK(cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d, &beta,
-                                                  y.d, CUDA_R_32F, kAlg, work));
+      const cusparseStatus_t pre =
+          cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                  &alpha, plan->mat, x.d, &beta, y.d, CUDA_R_32F, kAlg, work);
+      if (declined(pre, "cusparseSpMM_preprocess")) plan->own_kernel = true;
+      else check_status(pre, "cusparseSpMM_preprocess", __LINE__);
     }
   }
   SpmmPlan& ref = *plan;
@@ -176,17 +189,22 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
     HALO_CUDA_CHECK(cudaMemsetAsync(Y.data, 0, sizeof(float) * std::size_t(A.rows * f), stream_));
     return;
   }
-  if (p.own_kernel) {
-    spmm_rows_kernel<<<blocks_for(A.rows * 32), 256, 0, stream_>>>(
-        static_cast<const std::int32_t*>(p.offsets32.get()), p.indices, p.values, X.data, Y.data, A.rows, f);
-    HALO_CUDA_CHECK(cudaGetLastError());
-    return;
+  if (!p.own_kernel) {
+    const ConstDense x(X);
+    const Dense y(Y);
+    const float alpha = 1.f, beta = 0.f;
+    const cusparseStatus_t st =
+        cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, p.mat, x.d,
+                     &beta, y.d, CUDA_R_32F, kAlg, p.work.get());
+    if (!declined(st, "cusparseSpMM")) {  // declined (e.g. for these buffers' alignment): own kernel
+      check_status(st, "cusparseSpMM", __LINE__);
+      return;
+    }
+    p.own_kernel = true;
   }
-  const ConstDense x(X);
-  const Dense y(Y);
-  const float alpha = 1.f, beta = 0.f;
-  HALO_CUSPARSE_CHECK(cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   &alpha, p.mat, x.d, &beta, y.d, CUDA_R_32F, kAlg, p.work.get()));
+  spmm_rows_kernel<<<blocks_for(A.rows * 32), 256, 0, stream_>>>(
+      static_cast<const std::int32_t*>(p.offsets32.get()), p.indices, p.values, X.data, Y.data, A.rows, f);
+  HALO_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace halo

@@ -4,8 +4,10 @@
 // come from the CUDA toolkit or from a Python wheel's folder on LD_LIBRARY_PATH.
 //
 // The unique id is made by rank 0 and broadcast over the bootstrap (MPI) communicator. Waits
-// poll a CUDA event with the same deadline as MPI's (HALO_COMM_TIMEOUT_S); on timeout the NCCL
-// communicator is aborted (ncclCommAbort), so no rank stays blocked in a kernel.
+// poll a CUDA event with the same deadline as MPI's (HALO_COMM_TIMEOUT_S), and NCCL's
+// asynchronous error (a peer or the network failing leaves operations that never complete);
+// on either the NCCL communicator is aborted (ncclCommAbort, once: it frees the communicator),
+// so no rank stays blocked in a kernel.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -28,6 +30,7 @@ struct NcclApi {
   ncclResult_t (*comm_init_rank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
   ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
   ncclResult_t (*comm_destroy)(ncclComm_t) = nullptr;
+  ncclResult_t (*get_async_error)(ncclComm_t, ncclResult_t*) = nullptr;
   ncclResult_t (*group_start)() = nullptr;
   ncclResult_t (*group_end)() = nullptr;
   ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
@@ -58,6 +61,7 @@ struct NcclApi {
     sym(a.comm_init_rank, "ncclCommInitRank");
     sym(a.comm_abort, "ncclCommAbort");
     sym(a.comm_destroy, "ncclCommDestroy");
+    sym(a.get_async_error, "ncclCommGetAsyncError");
     sym(a.group_start, "ncclGroupStart");
     sym(a.group_end, "ncclGroupEnd");
     sym(a.send, "ncclSend");
@@ -76,17 +80,41 @@ void check(ncclResult_t r, const char* call, const char* file, int line) {
 }
 #define HALO_NCCL_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
-// Waits for an event on the GPU with a deadline; on timeout aborts the NCCL communicator.
-void wait_event(cudaEvent_t ev, ncclComm_t comm, const char* what) {
+// The communicator and whether it was aborted: ncclCommAbort frees it, so it must happen once
+// and nothing may use the handle after (shared by the communicator and its pending exchanges).
+struct NcclState {
+  ncclComm_t comm = nullptr;
+  bool aborted = false;
+  void abort_once() {
+    if (comm && !aborted) {
+      aborted = true;
+      NcclApi::get().comm_abort(comm);
+    }
+  }
+};
+
+// Waits for an event on the GPU with a deadline, watching NCCL's asynchronous error; on timeout
+// or error aborts the NCCL communicator and throws SystemError.
+void wait_event(cudaEvent_t ev, NcclState& s, const char* what) {
+  const NcclApi& api = NcclApi::get();
   const auto start = std::chrono::steady_clock::now();
   for (long spin = 0;; ++spin) {
     const cudaError_t e = cudaEventQuery(ev);
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) HALO_CUDA_CHECK(e);
+    if (s.aborted) throw SystemError(std::string(what) + ": the NCCL communicator was aborted");
+    if (spin % 256 == 255) {
+      ncclResult_t async = ncclSuccess;
+      HALO_NCCL_CHECK(api.get_async_error(s.comm, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        s.abort_once();
+        throw SystemError(std::string(what) + ": NCCL failed: " + api.error_string(async));
+      }
+    }
     if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > comm_timeout_seconds()) {
-      NcclApi::get().comm_abort(comm);
+      s.abort_once();
       throw SystemError(std::string(what) + ": no answer from the other ranks after " + std::to_string(int(waited)) +
                         " s (a rank died or hangs; HALO_COMM_TIMEOUT_S sets the limit)");
     }
@@ -95,7 +123,7 @@ void wait_event(cudaEvent_t ev, ncclComm_t comm, const char* what) {
 
 class NcclPending final : public Pending {
  public:
-  NcclPending(cudaEvent_t ev, ncclComm_t comm) : ev_(ev), comm_(comm) {}
+  NcclPending(cudaEvent_t ev, NcclState& state) : ev_(ev), state_(state) {}
   ~NcclPending() override {
     if (std::uncaught_exceptions() == 0) {
       try {
@@ -107,13 +135,13 @@ class NcclPending final : public Pending {
   }
   void wait() override {
     if (done_) return;
-    wait_event(ev_, comm_, "halo exchange (NCCL)");
+    wait_event(ev_, state_, "halo exchange (NCCL)");
     done_ = true;
   }
 
  private:
   cudaEvent_t ev_;
-  ncclComm_t comm_;
+  NcclState& state_;
   bool done_ = false;
 };
 
@@ -127,13 +155,12 @@ class NcclCommunicator final : public Communicator {
     if (boot.rank() == 0) HALO_NCCL_CHECK(api.get_unique_id(&id));
     boot.broadcast(&id, sizeof id, 0);
     HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    HALO_NCCL_CHECK(api.comm_init_rank(&comm_, boot.size(), id, boot.rank()));
+    HALO_NCCL_CHECK(api.comm_init_rank(&state_.comm, boot.size(), id, boot.rank()));
   }
   ~NcclCommunicator() override {
-    const NcclApi& api = NcclApi::get();
-    if (comm_) {
-      if (std::uncaught_exceptions() > 0) api.comm_abort(comm_);
-      else api.comm_destroy(comm_);
+    if (state_.comm && !state_.aborted) {
+      if (std::uncaught_exceptions() > 0) state_.abort_once();
+      else NcclApi::get().comm_destroy(state_.comm);
     }
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -149,14 +176,14 @@ class NcclCommunicator final : public Communicator {
     HALO_CUDA_CHECK(cudaDeviceSynchronize());
     HALO_NCCL_CHECK(api.group_start());
     for (const PeerBlock& b : recvs)
-      if (b.bytes) HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, comm_, stream_));
+      if (b.bytes) HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
     for (const PeerBlock& b : sends)
-      if (b.bytes) HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, comm_, stream_));
+      if (b.bytes) HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
     HALO_NCCL_CHECK(api.group_end());
     cudaEvent_t ev = nullptr;
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
-    return std::make_unique<NcclPending>(ev, comm_);
+    return std::make_unique<NcclPending>(ev, state_);
   }
 
   // Host-memory reductions (counts, losses, statistics) stay on the bootstrap communicator.
@@ -167,11 +194,11 @@ class NcclCommunicator final : public Communicator {
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
     HALO_CUDA_CHECK(cudaDeviceSynchronize());
-    HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, comm_, stream_));
+    HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
     cudaEvent_t ev = nullptr;
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
-    NcclPending done(ev, comm_);
+    NcclPending done(ev, state_);
     done.wait();
   }
 
@@ -181,13 +208,13 @@ class NcclCommunicator final : public Communicator {
   void broadcast(void* data, std::size_t bytes, int root) override { boot_.broadcast(data, bytes, root); }
   void barrier() override { boot_.barrier(); }
   void abort(int code) override {
-    if (comm_) NcclApi::get().comm_abort(comm_);
+    state_.abort_once();
     boot_.abort(code);
   }
 
  private:
   Communicator& boot_;
-  ncclComm_t comm_ = nullptr;
+  NcclState state_;
   cudaStream_t stream_ = nullptr;
 };
 

@@ -11,8 +11,12 @@
 
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <csignal>
+#include <cstring>
+#include <set>
 #include <thread>
 
 #include <algorithm>
@@ -146,6 +150,25 @@ json TrainSummary::to_json() const {
 }
 
 namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "?";
+  return name;
+}
+
+// Every rank's string (up to 127 bytes), in rank order, on every rank.
+std::vector<std::string> every_rank(Communicator& comm, const std::string& mine) {
+  constexpr std::size_t kRecord = 128;
+  char record[kRecord] = {};
+  std::strncpy(record, mine.c_str(), kRecord - 1);
+  std::vector<char> all = comm.gather(record, kRecord, 0, nullptr);
+  all.resize(kRecord * std::size_t(comm.size()));
+  comm.broadcast(all.data(), all.size(), 0);
+  std::vector<std::string> out;
+  for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + kRecord * std::size_t(r));
+  return out;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -364,13 +387,18 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (gpu && ranks > 1) {
     const CudaDevices devs = cuda_devices();
     if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
-    int local = rank, local_size = ranks;
-    if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) local = std::atoi(v);
-    else if (const char* w = std::getenv("SLURM_LOCALID")) local = std::atoi(w);
-    if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local_size = std::atoi(v);
+    // This rank's place among the ranks on its host (from host names, whatever the launcher),
+    // then whether two ranks drive one physical GPU (NCCL does not support it: it may hang),
+    // from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is read right.
+    const std::vector<std::string> hosts = every_rank(comm, host_name());
+    int local = 0;
+    for (int r = 0; r < rank; ++r) local += hosts[std::size_t(r)] == hosts[std::size_t(rank)];
     use_device(local % devs.count);
+    const std::vector<std::string> gpus =
+        every_rank(comm, hosts[std::size_t(rank)] + "/" + device_pci_bus_id(local % devs.count));
     std::string why = nccl_unavailable_reason();
-    if (why.empty() && local_size > devs.count) why = "ranks share a GPU";
+    if (why.empty() && std::set<std::string>(gpus.begin(), gpus.end()).size() < gpus.size())
+      why = "ranks share a GPU";
     if (why.empty() && opt.halo_staleness != 0) why = "stale halo rows use the MPI path";
     std::int64_t ok = why.empty();
     comm.allreduce(&ok, 1, ReduceOp::kMin);  // every rank takes the same path

@@ -530,6 +530,23 @@ TEST(CpuBackend, AdamMatchesTheTorchUpdate) {
   EXPECT_NEAR(m, 0.051f, 1e-7);
 }
 
+TEST(Matrix, AMovedFromMatrixIsEmptyAndReusable) {
+  Matrix a(3, 4, 2.f);
+  Matrix b(std::move(a));
+  EXPECT_EQ(b.rows(), 3);
+  EXPECT_EQ(b.at(2, 3), 2.f);
+  EXPECT_EQ(a.rows(), 0);  // NOLINT(bugprone-use-after-move): the state after a move is the contract
+  EXPECT_EQ(a.size(), 0);
+  a.resize(2, 2);  // reuse allocates again
+  a.fill(5.f);
+  EXPECT_EQ(a.at(1, 1), 5.f);
+  Matrix c;
+  c = std::move(b);
+  EXPECT_EQ(c.size(), 12);
+  EXPECT_EQ(b.size(), 0);  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(b.storage().empty());
+}
+
 TEST(Metrics, AccuracyMasksMissingLabels) {
   Matrix Z(4, 3);
   Z.at(0, 2) = 1;  // predicts 2

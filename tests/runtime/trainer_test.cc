@@ -13,6 +13,7 @@
 #include "halo/graph/error.h"
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
+#include "halo/runtime/comm.h"
 
 namespace halo {
 namespace {
@@ -355,6 +356,28 @@ TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
   }
   o.device = "auto";  // falls back to the CPU
   EXPECT_NO_THROW(train_dataset(cora(), o, out));
+}
+
+// NCCL on a one-GPU machine: a one-rank communicator sends device memory to itself in a group
+// and all-reduces in place (the identity), so loading, init, grouped send/recv, the event wait
+// and teardown all run even where ranks cannot each have a GPU.
+TEST(NcclGpu, OneRankSendsToItselfAndReduces) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  if (const std::string why = nccl_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  LocalCommunicator boot;
+  const std::unique_ptr<Communicator> nccl = make_nccl_communicator(boot, 0);
+  EXPECT_TRUE(nccl->device_buffers());
+  EXPECT_EQ(nccl->size(), 1);
+  std::vector<float> host(4099);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i) * 0.5f - 7.f;
+  Matrix src(std::int64_t(host.size()), 1, 0.f, Device::kCuda), dst(std::int64_t(host.size()), 1, -1.f, Device::kCuda);
+  src.assign(host);
+  const PeerBlock send{0, src.data(), host.size() * 4}, recv{0, dst.data(), host.size() * 4};
+  nccl->exchange({&send, 1}, {&recv, 1}, 1)->wait();
+  EXPECT_EQ(dst.to_host(), host);
+  nccl->allreduce_device(src.data(), std::int64_t(host.size()));
+  EXPECT_EQ(src.to_host(), host);
 }
 
 }  // namespace

@@ -19,12 +19,16 @@ struct CudaDevices {
 // Enumerates the CUDA devices visible to this process; never throws.
 CudaDevices cuda_devices();
 
-// The most GPU memory halo's own allocations held at once (0 without CUDA); waits for the GPU.
+// The most GPU memory halo's own allocations held at once (0 without CUDA; cudaMalloc is
+// synchronous, so the count is current without waiting for the GPU).
 std::size_t device_peak_bytes();
 void device_synchronize();
 
 // Makes GPU `index` the current device of this process (before any allocation).
 void use_device(int index);
+// The PCI bus id of visible GPU `index` ("0000:3b:00.0"): names the physical device whatever
+// CUDA_VISIBLE_DEVICES renumbered. Throws SystemError without CUDA.
+std::string device_pci_bus_id(int index);
 
 // Raw device memory for RAII owners (Matrix, device sparse operators). Throw SystemError
 // naming the CUDA call on failure, or when halo was built without CUDA.

@@ -34,8 +34,9 @@ class Matrix {
  public:
   Matrix() = default;
   Matrix(std::int64_t rows, std::int64_t cols, float fill = 0.f, Device device = Device::kCpu);
-  Matrix(Matrix&&) noexcept = default;
-  Matrix& operator=(Matrix&&) noexcept = default;
+  // Moves leave the source empty (0 x 0, no storage), so a reused moved-from matrix allocates.
+  Matrix(Matrix&& o) noexcept;
+  Matrix& operator=(Matrix&& o) noexcept;
   Matrix(const Matrix& o);  // deep copy, same device
   Matrix& operator=(const Matrix& o);
 
