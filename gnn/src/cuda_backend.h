@@ -106,13 +106,15 @@ class CudaBackend final : public Backend {
     const NodeId* indices = nullptr;  // A.indices + offsets[0]
     const float* values = nullptr;    // A.values + offsets[0]
     std::int64_t nnz = 0;
-    bool own_kernel = false;  // cuSPARSE declined CSR_ALG3 here: the fallback kernel runs
+    bool own_kernel = false;  // HALO_CUDA_SPMM=own, width 1, or cuSPARSE declined: own kernel
+    cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG3;  // ALG2 with HALO_CUDA_SPMM=alg2
     SpmmPlan() = default;
     SpmmPlan(const SpmmPlan&) = delete;
     SpmmPlan& operator=(const SpmmPlan&) = delete;
     ~SpmmPlan();
   };
-  // (offsets, indices, values, rows, cols, dense width): every pointer the descriptor holds.
+  // (storage id, offsets, indices, values, rows, cols, dense width): the upload and every
+  // pointer the descriptor holds.
   using SpmmKey =
       std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t, std::int64_t, std::int64_t>;
   SpmmPlan& spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y);

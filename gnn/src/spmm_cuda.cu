@@ -4,15 +4,20 @@
 // (https://docs.nvidia.com/cuda/cusparse/#cusparsespmm, the routine's list of properties) states
 // that it gives deterministic (bit-wise) results for each run only with CUSPARSE_SPMM_COO_ALG2,
 // CUSPARSE_SPMM_CSR_ALG3 and CUSPARSE_SPMM_BSR_ALG1; CSR_ALG1 and CSR_ALG2 (the one tuned for
-// row-major layouts) are documented as possibly differing slightly from run to run. ALG3 supports CSR with opA = non-transpose only, which is all we need (the
-// transposed operator is precomputed, see graph_op.h); its only documented restrictions are on
-// opA / opB, not on the dense layout, so row-major X and Y are used as they are. Should a
-// cuSPARSE release decline ALG3 for a shape anyway (NOT_SUPPORTED, INVALID_VALUE or
-// INSUFFICIENT_RESOURCES from cusparseSpMM_bufferSize; shapes are checked before, so these are
-// not caller bugs), an own kernel takes over for that operator: one warp per row, lanes over
-// columns, nonzeros added in CSR order — also deterministic, and the CPU's summation order. It
-// also takes width 1, where cuSPARSE may hand over to SpMV (not documented deterministic), and
-// every operator when HALO_CUDA_SPMM=own (read per plan; for tests and A/B timings).
+// row-major layouts) are documented as possibly differing slightly from run to run. ALG3
+// supports CSR with opA = non-transpose only, which is all we need (the transposed operator is
+// precomputed, see graph_op.h); its only documented restrictions are on opA / opB, not on the
+// dense layout, so row-major X and Y are used as they are. Should a cuSPARSE release decline
+// ALG3 anyway (NOT_SUPPORTED, INVALID_VALUE or INSUFFICIENT_RESOURCES from bufferSize,
+// preprocess or the call; shapes are checked before, so these are not caller bugs), an own
+// kernel takes over for that operator: one warp per row, register accumulators over columns,
+// nonzeros added in CSR order — also deterministic, and the CPU's summation order. It also
+// takes width 1, where cuSPARSE may hand over to SpMV (not documented deterministic).
+//
+// HALO_CUDA_SPMM (read when a plan is made, i.e. per uploaded operator and width) picks the
+// kernel for A/B timings (halo_bench_spmm times all three) and tests: alg3 (the default), own,
+// or alg2 (CUSPARSE_SPMM_CSR_ALG2, tuned for row-major dense matrices but documented as not
+// bit-reproducible from run to run: opt-in only).
 //
 // Index types: halo stores offsets as int64 (EdgeId) and column indices as int32 (NodeId). The
 // cuSPARSE documentation lists 32- and 64-bit index types for SpMM but does not document mixing
@@ -40,7 +45,6 @@ namespace halo {
 namespace {
 
 constexpr std::size_t kMaxPlans = 64;  // beyond this the cache is dropped and rebuilt
-constexpr cusparseSpMMAlg_t kAlg = CUSPARSE_SPMM_CSR_ALG3;
 
 __global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId base, std::int32_t* out) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -48,17 +52,30 @@ __global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId 
     out[i] = std::int32_t(off[i] - base);
 }
 
-// The fallback: one warp per row, each lane a strided set of columns, nonzeros in order.
+// The own kernel: one warp per row; the row's columns in chunks of 32 * V, each lane keeping V
+// accumulators (columns lane, lane + 32, ...) in registers, so one pass over the row's nonzeros
+// (in CSR order: the summation order of the CPU) issues V independent loads per nonzero.
+template <int V>
 __global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, const float* val, const float* x,
                                  float* y, std::int64_t rows, std::int64_t f) {
   const int lane = int(threadIdx.x % 32);
   const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
   for (std::int64_t r = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
     const std::int32_t begin = off[r], end = off[r + 1];
-    for (std::int64_t c = lane; c < f; c += 32) {
-      float acc = 0.f;
-      for (std::int32_t k = begin; k < end; ++k) acc += val[k] * x[std::int64_t(idx[k]) * f + c];
-      y[r * f + c] = acc;
+    for (std::int64_t c0 = 0; c0 < f; c0 += 32 * V) {
+      float acc[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc[j] = 0.f;
+      for (std::int32_t k = begin; k < end; ++k) {
+        const float a = val[k];
+        const float* xr = x + std::int64_t(idx[k]) * f + c0 + lane;
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (c0 + lane + 32 * j < f) acc[j] += a * xr[32 * j];
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        if (c0 + lane + 32 * j < f) y[r * f + c0 + lane + 32 * j] = acc[j];
     }
   }
 }
@@ -74,7 +91,7 @@ bool declined(cusparseStatus_t st, const char* call) {
   static bool said = false;
   if (!said) {
     said = true;
-    std::cerr << "halo: " << call << " declined CSR SpMM ALG3 (" << cusparseGetErrorName(st)
+    std::cerr << "halo: " << call << " declined the CSR SpMM (" << cusparseGetErrorName(st)
               << "); halo's own deterministic SpMM kernel takes those operators\n";
   }
   return true;
@@ -82,7 +99,7 @@ bool declined(cusparseStatus_t st, const char* call) {
 
 void check_status(cusparseStatus_t st, const char* call, int line) {
   if (st != CUSPARSE_STATUS_SUCCESS)
-    throw SystemError(std::string(call) + "(CUSPARSE_SPMM_CSR_ALG3) failed at " + __FILE__ + ":" +
+    throw SystemError(std::string(call) + "(CSR SpMM) failed at " + __FILE__ + ":" +
                       std::to_string(line) + ": " + cusparseGetErrorName(st) + " (" + cusparseGetErrorString(st) +
                       ")");
 }
@@ -147,8 +164,12 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
   auto* off32 = static_cast<std::int32_t*>(plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
   rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base, off32);
   HALO_CUDA_CHECK(cudaGetLastError());
-  const char* force = std::getenv("HALO_CUDA_SPMM");
-  if (X.cols == 1 || (force && std::strcmp(force, "own") == 0)) plan->own_kernel = true;
+  const char* choice = std::getenv("HALO_CUDA_SPMM");
+  const std::string kernel = choice ? choice : "alg3";
+  if (kernel != "alg3" && kernel != "alg2" && kernel != "own")
+    throw ParamError("HALO_CUDA_SPMM=" + kernel + ": expected alg3, alg2 or own");
+  if (X.cols == 1 || kernel == "own") plan->own_kernel = true;
+  if (kernel == "alg2") plan->alg = CUSPARSE_SPMM_CSR_ALG2;
   if (plan->nnz > 0 && !plan->own_kernel) {
     HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(&plan->mat, A.rows, A.cols, plan->nnz, off32, plan->indices,
                                                plan->values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
@@ -159,7 +180,7 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
     std::size_t bytes = 0;
     const cusparseStatus_t st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d,
-                                                        &beta, y.d, CUDA_R_32F, kAlg, &bytes);
+                                                        &beta, y.d, CUDA_R_32F, plan->alg, &bytes);
     if (declined(st, "cusparseSpMM_bufferSize")) {
       plan->own_kernel = true;
     } else {
@@ -167,7 +188,7 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
       void* work = plan->work.reserve(bytes, stream_);
       const cusparseStatus_t pre =
           cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                  &alpha, plan->mat, x.d, &beta, y.d, CUDA_R_32F, kAlg, work);
+                                  &alpha, plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, work);
       if (declined(pre, "cusparseSpMM_preprocess")) plan->own_kernel = true;
       else check_status(pre, "cusparseSpMM_preprocess", __LINE__);
     }
@@ -195,15 +216,18 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
     const float alpha = 1.f, beta = 0.f;
     const cusparseStatus_t st =
         cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, p.mat, x.d,
-                     &beta, y.d, CUDA_R_32F, kAlg, p.work.get());
+                     &beta, y.d, CUDA_R_32F, p.alg, p.work.get());
     if (!declined(st, "cusparseSpMM")) {  // declined (e.g. for these buffers' alignment): own kernel
       check_status(st, "cusparseSpMM", __LINE__);
       return;
     }
     p.own_kernel = true;
   }
-  spmm_rows_kernel<<<blocks_for(A.rows * 32), 256, 0, stream_>>>(
-      static_cast<const std::int32_t*>(p.offsets32.get()), p.indices, p.values, X.data, Y.data, A.rows, f);
+  const auto* off = static_cast<const std::int32_t*>(p.offsets32.get());
+  const unsigned blocks = blocks_for(A.rows * 32);
+  if (f <= 64) spmm_rows_kernel<2><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
+  else if (f <= 128) spmm_rows_kernel<4><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
+  else spmm_rows_kernel<8><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
   HALO_CUDA_CHECK(cudaGetLastError());
 }
 

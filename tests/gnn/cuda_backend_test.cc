@@ -167,25 +167,35 @@ TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
   }
 }
 
-// The own kernel (cuSPARSE's stand-in when it declines ALG3) on every width, forced by
-// HALO_CUDA_SPMM=own for a fresh upload: the CPU's sums, deterministic.
-TEST_F(CudaBackendTest, OwnSpmmKernelMatchesCpu) {
+// The kernels HALO_CUDA_SPMM picks instead of cuSPARSE's ALG3, each on a fresh upload, every
+// width: halo's own kernel (cuSPARSE's stand-in when it declines ALG3; deterministic) and
+// cuSPARSE's ALG2 (opt-in, not bit-reproducible) give the CPU's sums; a bad name is refused.
+TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(301, 257, 13);
-  ::setenv("HALO_CUDA_SPMM", "own", 1);
-  const DeviceSparse dA(A);  // a new storage id: plans are made (and the variable read) anew
-  for (std::int64_t f : kWidths) {
-    const std::string what = "own spmm f=" + std::to_string(f);
-    const Matrix X = host_matrix(A.cols, f, std::uint32_t(f + 7));
-    const Matrix dX = upload(X);
-    Matrix Y(A.rows, f), dY(A.rows, f, NAN, Device::kCuda);
-    cpu.spmm(A.view(), X.view(), Y.view());
-    gpu.spmm(dA.view(), dX.view(), dY.view());
-    const std::vector<float> first = dY.to_host();
-    expect_close(first, Y.storage(), 1e-4, 1e-4, what);
-    gpu.spmm(dA.view(), dX.view(), dY.view());
-    expect_bitwise(dY.to_host(), first, what + " (second run)");
+  for (const std::string kernel : {"own", "alg2"}) {
+    ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1);
+    const DeviceSparse dA(A);  // a new storage id: plans are made (and the variable read) anew
+    for (std::int64_t f : kWidths) {
+      const std::string what = kernel + " spmm f=" + std::to_string(f);
+      const Matrix X = host_matrix(A.cols, f, std::uint32_t(f + 7));
+      const Matrix dX = upload(X);
+      Matrix Y(A.rows, f), dY(A.rows, f, NAN, Device::kCuda);
+      cpu.spmm(A.view(), X.view(), Y.view());
+      gpu.spmm(dA.view(), dX.view(), dY.view());
+      const std::vector<float> first = dY.to_host();
+      expect_close(first, Y.storage(), 1e-4, 1e-4, what);
+      if (kernel == "own") {
+        gpu.spmm(dA.view(), dX.view(), dY.view());
+        expect_bitwise(dY.to_host(), first, what + " (second run)");
+      }
+    }
   }
+  ::setenv("HALO_CUDA_SPMM", "fastest", 1);
+  const DeviceSparse dB(A);
+  const Matrix dX = upload(host_matrix(A.cols, 7, 3));
+  Matrix dY(A.rows, 7, 0.f, Device::kCuda);
+  EXPECT_THROW(gpu.spmm(dB.view(), dX.view(), dY.view()), ParamError);
   ::unsetenv("HALO_CUDA_SPMM");
 }
 

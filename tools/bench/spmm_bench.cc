@@ -2,10 +2,12 @@
 // runs, reported as effective bandwidth (every nonzero gathers one row of X, plus the row of Y
 // written and the CSR itself), one JSON line per width. With --device cuda it also times a
 // device-to-device copy of Y in the same run (the bandwidth the GPU can reach) and prints the
-// ratio.
+// ratio, for each GPU kernel in turn (HALO_CUDA_SPMM: cuSPARSE CSR ALG3, halo's own kernel,
+// cuSPARSE ALG2), each on a fresh upload of the operator.
 //   halo_bench_spmm DATASET [--widths 40,128,256] [--repeats 5] [--device cpu|cuda]
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -45,9 +47,6 @@ int main(int argc, char** argv) {
     for (std::int64_t v = 0; v < n; ++v) degree[std::size_t(v)] = std::int32_t(d.graph.view().degree(NodeId(v)));
     const GraphOperator op = gcn_operator(d.graph.view(), n, degree.data());
     const bool gpu = device == "cuda";
-    DeviceSparse dev_a;
-    if (gpu) dev_a = DeviceSparse(op.fwd);
-    const SparseView a = gpu ? dev_a.view() : op.fwd.view();
     const EdgeId nnz = op.fwd.view().nnz();
     Backend& be = gpu ? cuda_backend() : cpu_backend();
     const Device dv = gpu ? Device::kCuda : Device::kCpu;
@@ -55,28 +54,39 @@ int main(int argc, char** argv) {
       if (gpu) device_synchronize();
       return std::chrono::steady_clock::now();
     };
-    for (std::int64_t f : widths) {
-      Matrix x(n, f, 1.f, dv), y(n, f, 0.f, dv);
-      be.spmm(a, x.view(), y.view());  // warm up: first touch of y, plans, caches
-      double best = 1e30, copy_best = 1e30;
-      for (int r = 0; r < repeats; ++r) {
-        const auto t0 = now();
-        be.spmm(a, x.view(), y.view());
-        best = std::min(best, std::chrono::duration<double>(now() - t0).count());
+    const std::vector<std::string> kernels = gpu ? std::vector<std::string>{"alg3", "own", "alg2"}
+                                                 : std::vector<std::string>{"cpu"};
+    for (const std::string& kernel : kernels) {
+      for (std::int64_t f : widths) {
+        DeviceSparse dev_a;  // a fresh upload: its plans are made with this kernel
         if (gpu) {
-          const auto c0 = now();
-          be.copy(x.view(), y.view());
-          copy_best = std::min(copy_best, std::chrono::duration<double>(now() - c0).count());
+          ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1);
+          dev_a = DeviceSparse(op.fwd);
         }
+        const SparseView a = gpu ? dev_a.view() : op.fwd.view();
+        Matrix x(n, f, 1.f, dv), y(n, f, 0.f, dv);
+        be.spmm(a, x.view(), y.view());  // warm up: first touch of y, plans, caches
+        double best = 1e30, copy_best = 1e30;
+        for (int r = 0; r < repeats; ++r) {
+          const auto t0 = now();
+          be.spmm(a, x.view(), y.view());
+          best = std::min(best, std::chrono::duration<double>(now() - t0).count());
+          if (gpu) {
+            const auto c0 = now();
+            be.copy(x.view(), y.view());
+            copy_best = std::min(copy_best, std::chrono::duration<double>(now() - c0).count());
+          }
+        }
+        const double bytes = double(nnz) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
+        std::printf("{\"device\": \"%s\", \"kernel\": \"%s\", \"width\": %lld, \"seconds\": %.6f, \"gb_per_s\": %.3f, "
+                    "\"nnz\": %lld",
+                    device.c_str(), kernel.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
+        if (gpu) {
+          const double copy_gbs = 2.0 * double(n * f) * 4 / copy_best / 1e9;  // read + write
+          std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs, bytes / best / 1e9 / copy_gbs);
+        }
+        std::printf("}\n");
       }
-      const double bytes = double(nnz) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
-      std::printf("{\"device\": \"%s\", \"width\": %lld, \"seconds\": %.6f, \"gb_per_s\": %.3f, \"nnz\": %lld",
-                  device.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
-      if (gpu) {
-        const double copy_gbs = 2.0 * double(n * f) * 4 / copy_best / 1e9;  // read + write
-        std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs, bytes / best / 1e9 / copy_gbs);
-      }
-      std::printf("}\n");
     }
     return 0;
   } catch (const Error& e) {
