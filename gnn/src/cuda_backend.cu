@@ -84,8 +84,18 @@ __device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * 
 
 // ---- element-wise ---------------------------------------------------------------------------
 
+// i / d and i % d for 0 <= i, 0 < d: in 32-bit arithmetic while i fits (every activation below
+// 2^32 elements: 2.45 M rows x 256 is 627 M), since a 64-bit division is a software routine of
+// tens of instructions on the GPU, comparable to the memory time of these kernels.
+__device__ inline std::int64_t div_of(std::int64_t i, std::int64_t d) {
+  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) / std::uint32_t(d)) : i / d;
+}
+__device__ inline std::int64_t mod_of(std::int64_t i, std::int64_t d) {
+  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) % std::uint32_t(d)) : i % d;
+}
+
 __global__ void add_bias_kernel(float* y, const float* b, std::int64_t n, std::int64_t cols) {
-  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] += b[i % cols];
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] += b[mod_of(i, cols)];
 }
 
 __global__ void scale_kernel(float* y, float s, std::int64_t n) {
@@ -115,7 +125,7 @@ __global__ void relu_backward_kernel(const float* y, float* dy, std::int64_t n) 
 __global__ void bn_relu_backward_kernel(const float* xhat, const float* gamma, const float* beta, float* dy,
                                         std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const std::int64_t c = i % cols;
+    const std::int64_t c = mod_of(i, cols);
     const float y = xhat[i] * gamma[c] + beta[c];
     dy[i] = y > 0.f ? dy[i] : 0.f;
   }
@@ -132,8 +142,8 @@ __global__ void dropout_kernel(float* y, std::int64_t rows, std::int64_t cols, f
   const std::int64_t blocks = (cols + 63) / 64;
   const std::int64_t n = rows * blocks * 8;
   for (std::int64_t t = grid_start(); t < n; t += grid_stride()) {
-    const std::int64_t r = t / (blocks * 8);
-    const std::int64_t rem = t % (blocks * 8);
+    const std::int64_t r = div_of(t, blocks * 8);
+    const std::int64_t rem = t - r * (blocks * 8);
     const std::uint32_t b = std::uint32_t(rem / 8), j = std::uint32_t(rem % 8);
     const std::uint64_t id = row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r);
     std::uint32_t c[4] = {std::uint32_t(id), std::uint32_t(id >> 32), b * 8 + j, 0};
@@ -154,7 +164,7 @@ __global__ void batch_norm_apply_kernel(const float* x, const float* mean, const
                                         const float* gamma, const float* beta, float* xhat, float* y,
                                         std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const std::int64_t c = i % cols;
+    const std::int64_t c = mod_of(i, cols);
     const float v = (x[i] - mean[c]) * inv_std[c];
     if (xhat) xhat[i] = v;
     y[i] = v * gamma[c] + beta[c];
@@ -166,7 +176,7 @@ __global__ void batch_norm_backward_kernel(const float* dy, const float* xhat, c
                                            const float* mean_dy_xhat, float* dx, std::int64_t n,
                                            std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
-    const std::int64_t c = i % cols;
+    const std::int64_t c = mod_of(i, cols);
     dx[i] = gamma[c] * inv_std[c] * (dy[i] - mean_dy[c] - xhat[i] * mean_dy_xhat[c]);
   }
 }
@@ -186,7 +196,7 @@ __global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::i
 __global__ void gather_rows_kernel(const float* src, const NodeId* idx, float* dst, std::int64_t n,
                                    std::int64_t cols) {
   for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
-    const std::int64_t i = t / cols, c = t % cols;
+    const std::int64_t i = div_of(t, cols), c = t - i * cols;
     dst[t] = src[std::int64_t(idx[i]) * cols + c];
   }
 }
@@ -200,7 +210,7 @@ __global__ void iota_kernel(std::int32_t* v, std::int64_t n) {
 __global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys, const std::int32_t* order,
                                           float* dst, std::int64_t n, std::int64_t cols) {
   for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
-    const std::int64_t j = t / cols, c = t % cols;
+    const std::int64_t j = div_of(t, cols), c = t - j * cols;
     const NodeId d = keys[j];
     if (j > 0 && keys[j - 1] == d) continue;
     float* out = dst + std::int64_t(d) * cols + c;
