@@ -137,6 +137,7 @@ grep '^{' "$logs/spmm-bench.txt" >> "$summary" 2>/dev/null
 step halo-train-tf32 100 "$b/bin/halo" train "$graph" "${train_args[@]}" --epochs 5 --eval-every 5 \
   --matmul-precision tf32 --log "$logs/halo-tf32.jsonl" || say "halo train --matmul-precision tf32 failed"
 
+grep -h "declined" "$logs"/*.txt 2>/dev/null | sort | uniq -c | head -5 | tee -a "$summary"  # kernels cuSPARSE refused
 python3 - "$logs/halo.jsonl" "$logs/pyg.txt" "$logs/halo-tf32.jsonl" <<'PY' 2>&1 | tee -a "$summary"
 import json, sys
 

@@ -33,6 +33,16 @@
 #include "halo/gnn/device.h"
 
 namespace halo {
+
+void check_launch() {
+  HALO_CUDA_CHECK(cudaGetLastError());
+  static const bool sync = [] {
+    const char* v = std::getenv("HALO_CUDA_SYNC");
+    return v && std::string(v) == "1";
+  }();
+  if (sync) HALO_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -48,16 +58,6 @@ unsigned grid_for(std::int64_t n, int threads = kThreads) {
   return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
 }
 
-// Launch errors now; with HALO_CUDA_SYNC=1 (bring-up, tests) also the kernel's own faults, so an
-// error names the op that caused it rather than the next one that synchronises.
-void check_launch() {
-  HALO_CUDA_CHECK(cudaGetLastError());
-  static const bool sync = [] {
-    const char* v = std::getenv("HALO_CUDA_SYNC");
-    return v && std::string(v) == "1";
-  }();
-  if (sync) HALO_CUDA_CHECK(cudaDeviceSynchronize());
-}
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 

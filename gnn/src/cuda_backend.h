@@ -28,6 +28,11 @@
 
 namespace halo {
 
+// After a kernel launch: launch errors now; with HALO_CUDA_SYNC=1 (bring-up, tests) also the
+// kernel's own faults, so an error names the op that caused it rather than the next one that
+// synchronises.
+void check_launch();
+
 // Device memory with RAII; grows only (contents are not kept when it grows).
 class DeviceBuffer {
  public:

@@ -82,18 +82,15 @@ __global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, con
 
 // cuSPARSE declines an algorithm/shape combination with NOT_SUPPORTED or, in some releases,
 // INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ...") or INSUFFICIENT_RESOURCES (an
-// index width that cannot hold the input). True for those (said once on stderr): the caller
-// hands the operator to the own kernel.
-bool declined(cusparseStatus_t st, const char* call) {
+// index width that cannot hold the input). True for those, said on stderr (once per plan: a
+// few lines a run, and benchmarks can tell which kernel really ran): the caller hands the
+// operator to the own kernel.
+bool declined(cusparseStatus_t st, const char* call, std::int64_t rows, std::int64_t width) {
   if (st != CUSPARSE_STATUS_NOT_SUPPORTED && st != CUSPARSE_STATUS_INVALID_VALUE &&
       st != CUSPARSE_STATUS_INSUFFICIENT_RESOURCES)
     return false;
-  static bool said = false;
-  if (!said) {
-    said = true;
-    std::cerr << "halo: " << call << " declined the CSR SpMM (" << cusparseGetErrorName(st)
-              << "); halo's own deterministic SpMM kernel takes those operators\n";
-  }
+  std::cerr << "halo: " << call << " declined the CSR SpMM of " << rows << " rows at width " << width << " ("
+            << cusparseGetErrorName(st) << "); halo's own deterministic SpMM kernel takes it\n";
   return true;
 }
 
@@ -143,6 +140,10 @@ CudaBackend::SpmmPlan::~SpmmPlan() {
 CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols, X.cols};
   if (auto it = spmm_plans_.find(key); it != spmm_plans_.end()) return *it->second;
+  const char* choice = std::getenv("HALO_CUDA_SPMM");  // validated before any GPU work
+  const std::string kernel = choice ? choice : "alg3";
+  if (kernel != "alg3" && kernel != "alg2" && kernel != "own")
+    throw ParamError("HALO_CUDA_SPMM=" + kernel + ": expected alg3, alg2 or own");
   if (spmm_plans_.size() >= kMaxPlans) {  // operators are few; this only bounds stale entries
     HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
     spmm_plans_.clear();
@@ -163,11 +164,7 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
   plan->values = A.values + base;
   auto* off32 = static_cast<std::int32_t*>(plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
   rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base, off32);
-  HALO_CUDA_CHECK(cudaGetLastError());
-  const char* choice = std::getenv("HALO_CUDA_SPMM");
-  const std::string kernel = choice ? choice : "alg3";
-  if (kernel != "alg3" && kernel != "alg2" && kernel != "own")
-    throw ParamError("HALO_CUDA_SPMM=" + kernel + ": expected alg3, alg2 or own");
+  check_launch();
   if (X.cols == 1 || kernel == "own") plan->own_kernel = true;
   if (kernel == "alg2") plan->alg = CUSPARSE_SPMM_CSR_ALG2;
   if (plan->nnz > 0 && !plan->own_kernel) {
@@ -181,7 +178,7 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
     const cusparseStatus_t st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                         CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d,
                                                         &beta, y.d, CUDA_R_32F, plan->alg, &bytes);
-    if (declined(st, "cusparseSpMM_bufferSize")) {
+    if (declined(st, "cusparseSpMM_bufferSize", A.rows, X.cols)) {
       plan->own_kernel = true;
     } else {
       check_status(st, "cusparseSpMM_bufferSize", __LINE__);
@@ -189,7 +186,7 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
       const cusparseStatus_t pre =
           cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                   &alpha, plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, work);
-      if (declined(pre, "cusparseSpMM_preprocess")) plan->own_kernel = true;
+      if (declined(pre, "cusparseSpMM_preprocess", A.rows, X.cols)) plan->own_kernel = true;
       else check_status(pre, "cusparseSpMM_preprocess", __LINE__);
     }
   }
@@ -217,7 +214,7 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
     const cusparseStatus_t st =
         cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, p.mat, x.d,
                      &beta, y.d, CUDA_R_32F, p.alg, p.work.get());
-    if (!declined(st, "cusparseSpMM")) {  // declined (e.g. for these buffers' alignment): own kernel
+    if (!declined(st, "cusparseSpMM", A.rows, f)) {  // declined (e.g. for these buffers' alignment): own kernel
       check_status(st, "cusparseSpMM", __LINE__);
       return;
     }
@@ -228,7 +225,7 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
   if (f <= 64) spmm_rows_kernel<2><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
   else if (f <= 128) spmm_rows_kernel<4><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
   else spmm_rows_kernel<8><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  HALO_CUDA_CHECK(cudaGetLastError());
+  check_launch();
 }
 
 }  // namespace halo

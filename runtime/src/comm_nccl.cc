@@ -172,6 +172,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
                                     int) override {
     const NcclApi& api = NcclApi::get();
+    if (state_.aborted) throw SystemError("halo exchange (NCCL): the communicator was aborted");
     // The blocks were written by the backend's stream: make this stream wait for that work.
     HALO_CUDA_CHECK(cudaDeviceSynchronize());
     HALO_NCCL_CHECK(api.group_start());
@@ -193,6 +194,7 @@ class NcclCommunicator final : public Communicator {
 
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
+    if (state_.aborted) throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
     HALO_CUDA_CHECK(cudaDeviceSynchronize());
     HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
     cudaEvent_t ev = nullptr;

@@ -151,7 +151,12 @@ json TrainSummary::to_json() const {
 
 namespace {
 
-std::string host_name() {
+// Names this machine: its kernel's boot id (shared by the containers on one host, whatever
+// their host names), else the host name.
+std::string node_name() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (boot && std::getline(boot, id) && !id.empty()) return id;
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "?";
   return name;
@@ -387,10 +392,11 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (gpu && ranks > 1) {
     const CudaDevices devs = cuda_devices();
     if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
-    // This rank's place among the ranks on its host (from host names, whatever the launcher),
-    // then whether two ranks drive one physical GPU (NCCL does not support it: it may hang),
-    // from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is read right.
-    const std::vector<std::string> hosts = every_rank(comm, host_name());
+    // This rank's place among the ranks on its machine (from node names, whatever the
+    // launcher), then whether two ranks drive one physical GPU (NCCL does not support it: it
+    // may hang), from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is read
+    // right.
+    const std::vector<std::string> hosts = every_rank(comm, node_name());
     int local = 0;
     for (int r = 0; r < rank; ++r) local += hosts[std::size_t(r)] == hosts[std::size_t(rank)];
     use_device(local % devs.count);

@@ -170,11 +170,20 @@ TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
 // The kernels HALO_CUDA_SPMM picks instead of cuSPARSE's ALG3, each on a fresh upload, every
 // width: halo's own kernel (cuSPARSE's stand-in when it declines ALG3; deterministic) and
 // cuSPARSE's ALG2 (opt-in, not bit-reproducible) give the CPU's sums; a bad name is refused.
+// Sets HALO_CUDA_SPMM for one scope; unset again however the scope ends, so a failing test
+// cannot leave the next ones on another kernel.
+struct SpmmKernelChoice {
+  explicit SpmmKernelChoice(const std::string& kernel) { ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1); }
+  ~SpmmKernelChoice() { ::unsetenv("HALO_CUDA_SPMM"); }
+  SpmmKernelChoice(const SpmmKernelChoice&) = delete;
+  SpmmKernelChoice& operator=(const SpmmKernelChoice&) = delete;
+};
+
 TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(301, 257, 13);
   for (const std::string kernel : {"own", "alg2"}) {
-    ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1);
+    const SpmmKernelChoice choice(kernel);
     const DeviceSparse dA(A);  // a new storage id: plans are made (and the variable read) anew
     for (std::int64_t f : kWidths) {
       const std::string what = kernel + " spmm f=" + std::to_string(f);
@@ -191,12 +200,11 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
       }
     }
   }
-  ::setenv("HALO_CUDA_SPMM", "fastest", 1);
+  const SpmmKernelChoice bad("fastest");
   const DeviceSparse dB(A);
   const Matrix dX = upload(host_matrix(A.cols, 7, 3));
   Matrix dY(A.rows, 7, 0.f, Device::kCuda);
   EXPECT_THROW(gpu.spmm(dB.view(), dX.view(), dY.view()), ParamError);
-  ::unsetenv("HALO_CUDA_SPMM");
 }
 
 // An operator freed and another of the same shape uploaded (cudaMalloc readily hands back the

@@ -401,6 +401,65 @@ TEST(HaloExchange, Bfloat16RoundsToNearestEven) {
   for (float x : {0.1f, 3.14159f, -1e-20f, 6.5e4f}) EXPECT_LE(std::abs(from_bf16(to_bf16(x)) - x), std::abs(x) / 256);
 }
 
+// One rank whose plan sends 4 of its 6 owned rows (row 3 twice) to itself as its 4 halo rows:
+// forward must fill the halo rows with exactly those rows (bf16: rounded to nearest even), and
+// backward must add the halo rows' gradients into the owned rows they came from, in send order.
+// `comm` moves the bytes (the local communicator in host memory, NCCL in device memory).
+void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype, int staleness) {
+  const std::string what = std::string(be.name()) + "/" + comm.name() + (dtype == HaloDtype::kBf16 ? " bf16" : " f32") +
+                           " staleness " + std::to_string(staleness);
+  const std::int64_t owned = 6, halo = 4, w = 37;
+  const std::vector<EdgeId> send_offsets = {0, 4}, recv_offsets = {0, 4};
+  const std::vector<NodeId> send = {5, 0, 3, 3};
+  HaloPlan plan;
+  plan.k = 1;
+  plan.owned = owned;
+  plan.halo = halo;
+  plan.send_offsets = send_offsets.data();
+  plan.recv_offsets = recv_offsets.data();
+  plan.send = send.data();
+  auto narrow = [&](float x) { return dtype == HaloDtype::kBf16 ? from_bf16(to_bf16(x)) : x; };
+  std::vector<float> rows(static_cast<std::size_t>((owned + halo) * w));
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = std::sin(float(i) * 0.37f) * 3.f;
+  for (std::int64_t i = owned * w; i < (owned + halo) * w; ++i) rows[std::size_t(i)] = NAN;
+  Matrix all(owned + halo, w, 0.f, be.device());
+  all.assign(rows);
+  HaloExchanger x(comm, be, plan, dtype, staleness);
+
+  x.forward_begin(all.view(), 0, /*training=*/true);
+  x.forward_end();
+  std::vector<float> got = all.to_host();
+  for (std::int64_t i = 0; i < halo; ++i)
+    for (std::int64_t c = 0; c < w; ++c) {
+      const float want = narrow(rows[std::size_t(send[std::size_t(i)] * w + c)]);
+      ASSERT_EQ(std::memcmp(&got[std::size_t((owned + i) * w + c)], &want, 4), 0)
+          << what << ": halo row " << i << " column " << c << ": " << got[std::size_t((owned + i) * w + c)]
+          << " vs " << want;
+    }
+
+  // Backward: the halo rows now hold gradients; they go home and are added in send order.
+  for (std::int64_t i = owned * w; i < (owned + halo) * w; ++i) rows[std::size_t(i)] = std::cos(float(i)) * 0.5f;
+  all.assign(rows);
+  x.backward_begin(all.view(), 0);
+  x.backward_end(all.view());
+  got = all.to_host();
+  std::vector<float> want(rows.begin(), rows.begin() + owned * w);
+  for (std::int64_t i = 0; i < halo; ++i)
+    for (std::int64_t c = 0; c < w; ++c)
+      want[std::size_t(send[std::size_t(i)] * w + c)] += narrow(rows[std::size_t((owned + i) * w + c)]);
+  for (std::int64_t i = 0; i < owned * w; ++i)
+    ASSERT_EQ(std::memcmp(&got[std::size_t(i)], &want[std::size_t(i)], 4), 0)
+        << what << ": owned element " << i << ": " << got[std::size_t(i)] << " vs " << want[std::size_t(i)];
+  x.drain();
+  EXPECT_EQ(x.stats().bytes_sent, HaloExchanger::predicted_bytes(plan, {w}, {true}, dtype)) << what;
+}
+
+TEST(HaloExchange, ASelfPlanMovesExactlyTheRowsAndGradients) {
+  LocalCommunicator local;
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+    for (int staleness : {0, 1}) expect_self_exchange_exact(local, cpu_backend(), dtype, staleness);
+}
+
 }  // namespace
 }  // namespace halo
 
@@ -416,8 +475,25 @@ TEST(DistributedGpu, RanksSharingOneGpuEqualOneProcess) {
   expect_equivalent("sbm", "sbm-4", 4, "--device cuda --model sage --layers 3 --hidden 16 --batch-norm --epochs 20");
 }
 
+// The exchange on the GPU, exactly: rows packed and narrowed on the device and staged through
+// host memory (the MPI path; here the local communicator), and, where NCCL loads, the device to
+// device path of one rank sending to itself (the only NCCL exchange one GPU can run).
+TEST(DistributedGpu, ASelfPlanMovesExactlyTheRowsAndGradientsOnTheGpu) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  LocalCommunicator local;
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+    for (int staleness : {0, 1}) expect_self_exchange_exact(local, cuda_backend(), dtype, staleness);
+  if (const std::string why = nccl_unavailable_reason(); !why.empty()) GTEST_SKIP() << "NCCL part: " << why;
+  const std::unique_ptr<Communicator> nccl = make_nccl_communicator(local, 0);
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16}) expect_self_exchange_exact(*nccl, cuda_backend(), dtype, 0);
+}
+
 // The communication savers on GPU ranks (bf16 rows narrowed and widened on the device, stale rows
-// staged through host slots) train what the same savers train on CPU ranks, epoch by epoch.
+// staged through host slots) send the bytes and train what the same savers train on CPU ranks,
+// epoch by epoch: within 1e-4 with f32 rows; with bf16 rows a last-place difference between the
+// GPU's and the CPU's sums can round a halo value to the neighbouring bfloat16 (0.4%), so the
+// loss is held to 2e-3 there (exactness of the bf16 path itself: the self-plan test above).
 TEST(DistributedGpu, CommunicationSaversOnGpuRanksMatchCpuRanks) {
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) GTEST_SKIP() << devs.reason;
@@ -433,8 +509,11 @@ TEST(DistributedGpu, CommunicationSaversOnGpuRanksMatchCpuRanks) {
     const auto ec = epochs(read_log(t / "c.jsonl")), eg = epochs(read_log(t / "g.jsonl"));
     ASSERT_EQ(ec.size(), eg.size()) << saver;
     ASSERT_GT(ec.size(), 0u) << saver;
-    for (const auto& [e, rc] : ec)
-      EXPECT_LT(rel(rc["loss"], eg.at(e)["loss"]), 1e-4) << saver << " epoch " << e;
+    const double tol = saver.find("bf16") != std::string::npos ? 2e-3 : 1e-4;
+    for (const auto& [e, rc] : ec) {
+      EXPECT_LT(rel(rc["loss"], eg.at(e)["loss"]), tol) << saver << " epoch " << e;
+      EXPECT_EQ(rc["halo_bytes"], eg.at(e)["halo_bytes"]) << saver << " epoch " << e;
+    }
   }
 }
 

@@ -64,7 +64,8 @@ class Communicator {
   virtual void abort(int code) = 0;
 };
 
-// The single-process communicator: no peers; reductions are the identity.
+// The single-process communicator: rank 0 alone; blocks sent to itself land in its receives
+// (in order, host memory); reductions are the identity.
 class LocalCommunicator final : public Communicator {
  public:
   int rank() const override { return 0; }
