@@ -8,12 +8,12 @@
 #      graph against PyTorch Geometric's GCNConv on the same graph and GPU, SpMM effective
 #      bandwidth against a device-to-device copy, and the same training with TF32 GEMMs.
 #
-#   OUT=$OUT bash tools/gpu-check.sh      (device tool: carry .gpu-bundle.tar.xz, timeout_s 480)
+#   OUT=$OUT bash tools/gpu-check.sh      (device tool: carry .gpu-bundle.tar.xz, timeout_s 500)
 #
 # What comes back: $OUT/summary.txt (the figures and every step's outcome) and
 # $OUT/logs.tar.gz (every step's full output and halo's JSON logs), re-packed after each step
 # so a run cut short still returns what it did. Each step has its own time limit, clipped to an
-# overall budget (GPU_CHECK_BUDGET_S, default 420 s); a failed step does not stop the others.
+# overall budget (GPU_CHECK_BUDGET_S, default 450 s); a failed step does not stop the others.
 # Halo's binaries get the bundle's libraries (LD_LIBRARY_PATH); Python does not, so PyTorch
 # loads its own CUDA libraries.
 set -uo pipefail
@@ -24,7 +24,7 @@ mkdir -p "$out"
 rm -rf "$logs" && mkdir -p "$logs"
 summary=$out/summary.txt
 : > "$summary"
-deadline=$((SECONDS + ${GPU_CHECK_BUDGET_S:-420}))
+deadline=$((SECONDS + ${GPU_CHECK_BUDGET_S:-450}))
 status=0
 say() { echo "$*" | tee -a "$summary"; }
 pack() { cp "$summary" "$logs/" 2>/dev/null; tar -C "$logs" -czf "$out/logs.tar.gz" . 2>/dev/null; }
