@@ -401,14 +401,16 @@ TEST(HaloExchange, Bfloat16RoundsToNearestEven) {
   for (float x : {0.1f, 3.14159f, -1e-20f, 6.5e4f}) EXPECT_LE(std::abs(from_bf16(to_bf16(x)) - x), std::abs(x) / 256);
 }
 
-// One rank whose plan sends 4 of its 6 owned rows (row 3 twice) to itself as its 4 halo rows:
-// forward must fill the halo rows with exactly those rows (bf16: rounded to nearest even), and
-// backward must add the halo rows' gradients into the owned rows they came from, in send order.
-// `comm` moves the bytes (the local communicator in host memory, NCCL in device memory).
+// One rank whose plan sends 4 of its 6 owned rows (row 3 twice) to itself as its 4 halo rows,
+// for 3 training epochs with new rows and gradients each: forward must fill the halo rows with
+// exactly those rows (bf16: rounded to nearest even), and backward must add the halo rows'
+// gradients into the owned rows they came from, in send order. With staleness 1, epoch t > 1
+// gets epoch t - 1's rows and gradients instead (epoch 1 its own). `comm` moves the bytes (the
+// local communicator in host memory, NCCL in device memory).
 void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype, int staleness) {
   const std::string what = std::string(be.name()) + "/" + comm.name() + (dtype == HaloDtype::kBf16 ? " bf16" : " f32") +
                            " staleness " + std::to_string(staleness);
-  const std::int64_t owned = 6, halo = 4, w = 37;
+  const std::int64_t owned = 6, halo = 4, w = 37, epochs = 3;
   const std::vector<EdgeId> send_offsets = {0, 4}, recv_offsets = {0, 4};
   const std::vector<NodeId> send = {5, 0, 3, 3};
   HaloPlan plan;
@@ -419,39 +421,55 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
   plan.recv_offsets = recv_offsets.data();
   plan.send = send.data();
   auto narrow = [&](float x) { return dtype == HaloDtype::kBf16 ? from_bf16(to_bf16(x)) : x; };
-  std::vector<float> rows(static_cast<std::size_t>((owned + halo) * w));
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = std::sin(float(i) * 0.37f) * 3.f;
-  for (std::int64_t i = owned * w; i < (owned + halo) * w; ++i) rows[std::size_t(i)] = NAN;
+  // Epoch t's owned rows and halo gradients.
+  auto owned_rows = [&](std::int64_t t) {
+    std::vector<float> r(static_cast<std::size_t>(owned * w));
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::sin(float(i) * 0.37f + float(t)) * 3.f;
+    return r;
+  };
+  auto halo_grads = [&](std::int64_t t) {
+    std::vector<float> g(static_cast<std::size_t>(halo * w));
+    for (std::size_t i = 0; i < g.size(); ++i) g[i] = std::cos(float(i) * 1.3f - float(t)) * 0.5f;
+    return g;
+  };
   Matrix all(owned + halo, w, 0.f, be.device());
-  all.assign(rows);
   HaloExchanger x(comm, be, plan, dtype, staleness);
+  for (std::int64_t t = 1; t <= epochs; ++t) {
+    const std::int64_t delivered = staleness && t > 1 ? t - 1 : t;  // whose rows arrive this epoch
+    std::vector<float> rows = owned_rows(t);
+    rows.resize(static_cast<std::size_t>((owned + halo) * w), NAN);
+    all.assign(rows);
+    x.forward_begin(all.view(), 0, /*training=*/true);
+    x.forward_end();
+    std::vector<float> got = all.to_host();
+    const std::vector<float> sent = owned_rows(delivered);
+    for (std::int64_t i = 0; i < halo; ++i)
+      for (std::int64_t c = 0; c < w; ++c) {
+        const float want = narrow(sent[std::size_t(send[std::size_t(i)] * w + c)]);
+        ASSERT_EQ(std::memcmp(&got[std::size_t((owned + i) * w + c)], &want, 4), 0)
+            << what << ", epoch " << t << ": halo row " << i << " column " << c << ": "
+            << got[std::size_t((owned + i) * w + c)] << " vs " << want;
+      }
 
-  x.forward_begin(all.view(), 0, /*training=*/true);
-  x.forward_end();
-  std::vector<float> got = all.to_host();
-  for (std::int64_t i = 0; i < halo; ++i)
-    for (std::int64_t c = 0; c < w; ++c) {
-      const float want = narrow(rows[std::size_t(send[std::size_t(i)] * w + c)]);
-      ASSERT_EQ(std::memcmp(&got[std::size_t((owned + i) * w + c)], &want, 4), 0)
-          << what << ": halo row " << i << " column " << c << ": " << got[std::size_t((owned + i) * w + c)]
-          << " vs " << want;
-    }
-
-  // Backward: the halo rows now hold gradients; they go home and are added in send order.
-  for (std::int64_t i = owned * w; i < (owned + halo) * w; ++i) rows[std::size_t(i)] = std::cos(float(i)) * 0.5f;
-  all.assign(rows);
-  x.backward_begin(all.view(), 0);
-  x.backward_end(all.view());
-  got = all.to_host();
-  std::vector<float> want(rows.begin(), rows.begin() + owned * w);
-  for (std::int64_t i = 0; i < halo; ++i)
-    for (std::int64_t c = 0; c < w; ++c)
-      want[std::size_t(send[std::size_t(i)] * w + c)] += narrow(rows[std::size_t((owned + i) * w + c)]);
-  for (std::int64_t i = 0; i < owned * w; ++i)
-    ASSERT_EQ(std::memcmp(&got[std::size_t(i)], &want[std::size_t(i)], 4), 0)
-        << what << ": owned element " << i << ": " << got[std::size_t(i)] << " vs " << want[std::size_t(i)];
+    // Backward: the halo rows now hold gradients; they go home and are added in send order.
+    const std::vector<float> g = halo_grads(t);
+    std::copy(g.begin(), g.end(), rows.begin() + owned * w);
+    all.assign(rows);
+    x.backward_begin(all.view(), 0);
+    x.backward_end(all.view());
+    got = all.to_host();
+    std::vector<float> want(rows.begin(), rows.begin() + owned * w);
+    const std::vector<float> back = halo_grads(delivered);
+    for (std::int64_t i = 0; i < halo; ++i)
+      for (std::int64_t c = 0; c < w; ++c)
+        want[std::size_t(send[std::size_t(i)] * w + c)] += narrow(back[std::size_t(i * w + c)]);
+    for (std::int64_t i = 0; i < owned * w; ++i)
+      ASSERT_EQ(std::memcmp(&got[std::size_t(i)], &want[std::size_t(i)], 4), 0)
+          << what << ", epoch " << t << ": owned element " << i << ": " << got[std::size_t(i)] << " vs "
+          << want[std::size_t(i)];
+  }
   x.drain();
-  EXPECT_EQ(x.stats().bytes_sent, HaloExchanger::predicted_bytes(plan, {w}, {true}, dtype)) << what;
+  EXPECT_EQ(x.stats().bytes_sent, epochs * HaloExchanger::predicted_bytes(plan, {w}, {true}, dtype)) << what;
 }
 
 TEST(HaloExchange, ASelfPlanMovesExactlyTheRowsAndGradients) {
