@@ -16,9 +16,9 @@ namespace {
 enum Kind { kForward = 1, kBackward = 2, kStaleForward = 3, kStaleBackward = 4 };
 int tag_of(int layer, Kind kind) { return layer * 8 + kind; }
 
-// `count` bfloat16 values of device memory held by m (a float matrix used as raw storage).
-std::uint16_t* device_halves(Matrix& m, std::int64_t count) {
-  m.set_device(Device::kCuda);
+// `count` bfloat16 values of memory on `where` held by m (a float matrix used as raw storage).
+std::uint16_t* device_halves(Matrix& m, std::int64_t count, Device where = Device::kCuda) {
+  m.set_device(where);
   m.resize((count + 1) / 2, 1);
   return reinterpret_cast<std::uint16_t*>(m.data());
 }
@@ -37,7 +37,8 @@ std::vector<PeerBlock> peer_blocks(int k, const EdgeId* offsets, void* base, std
 
 struct HaloExchanger::Slot {
   std::unique_ptr<Pending> pending;
-  std::vector<char> send, recv, prev;
+  std::vector<char> send, recv, prev;  // MPI: host payloads
+  Matrix dsend, drecv, dprev;          // NCCL: device payloads (raw storage)
   bool primed = false;  // has delivered once this run
 };
 
@@ -47,9 +48,9 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& pl
     send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
     stage_.set_device(Device::kCuda);
   }
-  direct_ = gpu_ && comm.device_buffers();
-  if (comm.device_buffers() && !gpu_) throw ParamError("a device-memory communicator needs the CUDA backend");
-  if (direct_ && staleness != 0) throw ParamError("the NCCL path exchanges this epoch's rows; staleness goes through MPI");
+  // A communicator that moves the backend's memory (NCCL; on the CPU backend, the tests' host
+  // loopback that runs this path without a GPU) takes the direct path: no staging.
+  direct_ = comm.device_buffers();
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -191,60 +192,97 @@ HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slo
   return *s;
 }
 
-// NCCL: rows packed on the GPU go straight from device memory into the peers' halo rows (f32),
-// or into a bf16 receive buffer that forward_end widens into them.
-void HaloExchanger::start_direct_forward(const MatrixView& all, int tag) {
-  const std::int64_t w = all.cols, n = plan_.send_rows(), h = plan_.halo;
-  const bool narrow = dtype_ == HaloDtype::kBf16;
-  const std::size_t row = std::size_t(w) * (narrow ? 2 : 4);
-  stage_.resize(n, w);
-  if (n > 0) be_.gather_rows(all, send_dev_->data(), n, stage_.view());
-  void* send = stage_.data();
-  void* recv = all.row(plan_.owned);
-  if (narrow) {
-    std::uint16_t* half = device_halves(wire_send_, n * w);
+// NCCL: rows gathered (and narrowed) on the GPU go from a device send buffer straight into
+// device memory on the peers: into their halo rows (exact f32) or a payload buffer that is
+// widened or copied into them. Posts through pending_next_.
+void HaloExchanger::post_direct_forward(const MatrixView& all, Matrix& send, void* recv, int tag) {
+  const std::int64_t w = all.cols, n = plan_.send_rows();
+  const std::size_t row = std::size_t(w) * (dtype_ == HaloDtype::kF32 ? 4 : 2);
+  void* out = nullptr;
+  if (dtype_ == HaloDtype::kF32) {
+    send.set_device(be_.device());
+    send.resize(n, w);
+    if (n > 0) be_.gather_rows(all, send_index(), n, send.view());
+    out = send.data();
+  } else {
+    stage_.resize(n, w);
+    if (n > 0) be_.gather_rows(all, send_index(), n, stage_.view());
+    std::uint16_t* half = device_halves(send, n * w, be_.device());
     be_.pack_bf16(stage_.data(), n * w, half);
-    send = half;
-    recv = device_halves(wire_recv_, h * w);
+    out = half;
   }
-  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, send, row);
+  const auto sends = peer_blocks(plan_.k, plan_.send_offsets, out, row);
   const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, recv, row);
   stats_.bytes_sent += std::int64_t(std::size_t(n) * row);
-  fwd_all_ = all;
-  pending_ = comm_.exchange(sends, recvs, tag);
+  pending_next_ = comm_.exchange(sends, recvs, tag);
 }
 
-void HaloExchanger::start_direct_backward(const MatrixView& all, int tag) {
-  const std::int64_t w = all.cols, n = plan_.send_rows(), h = plan_.halo;
-  const bool narrow = dtype_ == HaloDtype::kBf16;
-  const std::size_t row = std::size_t(w) * (narrow ? 2 : 4);
-  grad_stage_.set_device(Device::kCuda);
-  grad_stage_.resize(n, w);
-  void* send = all.row(plan_.owned);
-  void* recv = grad_stage_.data();
-  if (narrow) {
-    std::uint16_t* half = device_halves(wire_send_, h * w);
+// The halo rows' gradients go home from the halo rows themselves (exact f32), or from a copy in
+// `send` (narrowed to bf16, or kept because the halo rows change while they travel).
+void HaloExchanger::post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send, int tag) {
+  const std::int64_t w = all.cols, h = plan_.halo;
+  const std::size_t row = std::size_t(w) * (dtype_ == HaloDtype::kF32 ? 4 : 2);
+  void* out = all.row(plan_.owned);
+  if (dtype_ == HaloDtype::kBf16) {
+    std::uint16_t* half = device_halves(send, h * w, be_.device());
     be_.pack_bf16(all.row(plan_.owned), h * w, half);
-    send = half;
-    recv = device_halves(wire_recv_, n * w);
+    out = half;
+  } else if (copy_send) {
+    send.set_device(be_.device());
+    send.resize(h, w);
+    be_.copy(all.rows_range(plan_.owned, plan_.owned + h), send.view());
+    out = send.data();
   }
-  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, send, row);
+  const auto sends = peer_blocks(plan_.k, plan_.recv_offsets, out, row);
   const auto recvs = peer_blocks(plan_.k, plan_.send_offsets, recv, row);
   stats_.bytes_sent += std::int64_t(std::size_t(h) * row);
-  pending_ = comm_.exchange(sends, recvs, tag);
+  pending_next_ = comm_.exchange(sends, recvs, tag);
+}
+
+// Device payload storage for `rows` rows of width w in the exchange's dtype.
+void* HaloExchanger::direct_payload(Matrix& m, std::int64_t rows, std::int64_t w) {
+  if (dtype_ == HaloDtype::kBf16) return device_halves(m, rows * w, be_.device());
+  m.set_device(be_.device());
+  m.resize(rows, w);
+  return m.data();
+}
+
+// A received halo payload (device memory) into the halo rows of `all`.
+void HaloExchanger::unpack_direct_halo(const void* payload, const MatrixView& all) {
+  const std::int64_t h = plan_.halo, w = all.cols;
+  if (dtype_ == HaloDtype::kBf16) {
+    be_.unpack_bf16(static_cast<const std::uint16_t*>(payload), h * w, all.row(plan_.owned));
+  } else if (payload != all.row(plan_.owned)) {
+    be_.copy({static_cast<float*>(const_cast<void*>(payload)), h, w, be_.device()},
+             all.rows_range(plan_.owned, plan_.owned + h));
+  }
+}
+
+// Received gradients (device payload, one row per send-list entry) added into the owned rows.
+void HaloExchanger::add_direct_received(const void* payload, const MatrixView& all) {
+  const std::int64_t n = plan_.send_rows(), w = all.cols;
+  if (n == 0) return;
+  float* rows = static_cast<float*>(const_cast<void*>(payload));
+  if (dtype_ == HaloDtype::kBf16) {
+    grad_stage_.set_device(be_.device());
+    grad_stage_.resize(n, w);
+    be_.unpack_bf16(static_cast<const std::uint16_t*>(payload), n * w, grad_stage_.data());
+    rows = grad_stage_.data();
+  }
+  be_.scatter_add_rows({rows, n, w, be_.device()}, send_index(), n, all.rows_range(0, plan_.owned));
 }
 
 void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool training) {
-  if (direct_) {
-    fwd_stale_ = false;
-    start_direct_forward(all, tag_of(layer, kForward));
-    return;
-  }
   fwd_stale_ = training && staleness_ > 0;
   if (!fwd_stale_) {
-    const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
-    recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * (dtype_ == HaloDtype::kF32 ? 4 : 2));
-    start_forward(all, send_buf_, recv_buf_.data(), in_place, tag_of(layer, kForward));
+    if (direct_) {  // f32 lands in the halo rows themselves
+      void* recv = dtype_ == HaloDtype::kF32 ? all.row(plan_.owned) : direct_payload(wire_recv_, plan_.halo, all.cols);
+      post_direct_forward(all, dtype_ == HaloDtype::kF32 ? stage_ : wire_send_, recv, tag_of(layer, kForward));
+    } else {
+      const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
+      recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * (dtype_ == HaloDtype::kF32 ? 4 : 2));
+      start_forward(all, send_buf_, recv_buf_.data(), in_place, tag_of(layer, kForward));
+    }
     pending_ = std::move(pending_next_);
     fwd_all_ = all;
     return;
@@ -254,40 +292,46 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
   Slot& s = slot(fwd_slots_, layer);
   finish_pending(s.pending);
   const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
-  s.recv.resize(std::size_t(plan_.halo * all.cols) * es);
+  void* drecv = direct_ ? direct_payload(s.drecv, plan_.halo, all.cols) : nullptr;
+  if (!direct_) s.recv.resize(std::size_t(plan_.halo * all.cols) * es);
+  auto post = [&] {
+    if (direct_) post_direct_forward(all, s.dsend, drecv, tag_of(layer, kStaleForward));
+    else start_forward(all, s.send, s.recv.data(), false, tag_of(layer, kStaleForward));
+  };
+  auto unpack = [&] {
+    if (direct_) unpack_direct_halo(drecv, all);
+    else unpack_halo(s.recv, all);
+  };
   if (!s.primed) {
-    start_forward(all, s.send, s.recv.data(), false, tag_of(layer, kStaleForward));
+    post();
     finish_pending(pending_next_);
     s.primed = true;
-    unpack_halo(s.recv, all);
+    unpack();
     return;
   }
-  unpack_halo(s.recv, all);
-  start_forward(all, s.send, s.recv.data(), false, tag_of(layer, kStaleForward));
+  unpack();  // (over NCCL the exchange posted next synchronises the device first)
+  post();
   s.pending = std::move(pending_next_);
 }
 
 void HaloExchanger::forward_end() {
-  if (direct_) {
-    finish_pending(pending_);
-    if (dtype_ == HaloDtype::kBf16)
-      be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(wire_recv_.data()), plan_.halo * fwd_all_.cols,
-                      fwd_all_.row(plan_.owned));
-    return;
-  }
   if (fwd_stale_) return;
   finish_pending(pending_);
+  if (direct_) {
+    if (dtype_ == HaloDtype::kBf16) unpack_direct_halo(wire_recv_.data(), fwd_all_);
+    return;
+  }
   if (dtype_ == HaloDtype::kBf16 || gpu_) unpack_halo(recv_buf_, fwd_all_);
 }
 
 void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
-  if (direct_) {
-    start_direct_backward(all, tag_of(layer, kBackward));
-    bwd_active_ = nullptr;
-    return;
-  }
   if (staleness_ == 0) {
-    start_backward(all, send_buf_, recv_buf_, /*copy_send=*/false, tag_of(layer, kBackward));
+    if (direct_) {
+      void* recv = direct_payload(dtype_ == HaloDtype::kF32 ? grad_stage_ : wire_recv_, plan_.send_rows(), all.cols);
+      post_direct_backward(all, wire_send_, recv, /*copy_send=*/false, tag_of(layer, kBackward));
+    } else {
+      start_backward(all, send_buf_, recv_buf_, /*copy_send=*/false, tag_of(layer, kBackward));
+    }
     pending_ = std::move(pending_next_);
     bwd_active_ = nullptr;
     return;
@@ -296,37 +340,40 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
   // this epoch's, waited for); this epoch's travel meanwhile.
   Slot& s = slot(bwd_slots_, layer);
   bwd_active_ = &s;
+  auto post = [&] {
+    if (direct_)
+      post_direct_backward(all, s.dsend, direct_payload(s.drecv, plan_.send_rows(), all.cols), /*copy_send=*/true,
+                           tag_of(layer, kStaleBackward));
+    else start_backward(all, s.send, s.recv, /*copy_send=*/true, tag_of(layer, kStaleBackward));
+  };
+  auto arrived = [&] {  // what just arrived becomes what backward_end adds
+    std::swap(s.recv, s.prev);
+    std::swap(s.drecv, s.dprev);
+  };
   if (s.pending) {
     finish_pending(s.pending);
-    std::swap(s.recv, s.prev);
+    arrived();
   } else if (!s.primed) {
-    start_backward(all, s.send, s.recv, /*copy_send=*/true, tag_of(layer, kStaleBackward));
+    post();
     finish_pending(pending_next_);
-    std::swap(s.recv, s.prev);
+    arrived();
     s.primed = true;
     return;
   }
-  start_backward(all, s.send, s.recv, /*copy_send=*/true, tag_of(layer, kStaleBackward));
+  post();
   s.pending = std::move(pending_next_);
 }
 
 void HaloExchanger::backward_end(const MatrixView& all) {
-  if (direct_) {
-    finish_pending(pending_);
-    if (dtype_ == HaloDtype::kBf16)
-      be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(wire_recv_.data()), plan_.send_rows() * all.cols,
-                      grad_stage_.data());
-    if (plan_.send_rows() > 0)
-      be_.scatter_add_rows(grad_stage_.view(), send_dev_->data(), plan_.send_rows(), all.rows_range(0, plan_.owned));
-    return;
-  }
   if (bwd_active_) {
-    add_received(bwd_active_->prev, all);
+    if (direct_) add_direct_received(bwd_active_->dprev.data(), all);
+    else add_received(bwd_active_->prev, all);
     bwd_active_ = nullptr;
     return;
   }
   finish_pending(pending_);
-  add_received(recv_buf_, all);
+  if (direct_) add_direct_received(dtype_ == HaloDtype::kF32 ? grad_stage_.data() : wire_recv_.data(), all);
+  else add_received(recv_buf_, all);
 }
 
 void HaloExchanger::allreduce(double* data, std::int64_t n) {

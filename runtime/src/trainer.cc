@@ -386,8 +386,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
                                                                                               : Device::kCpu;
   const bool gpu = dev == Device::kCuda;
   // Ranks on GPUs: one GPU per rank on a node when there are enough, and then NCCL moves the
-  // halo rows and gradients (f32 or bf16) between device buffers; otherwise (ranks sharing a
-  // GPU, no NCCL, stale halo rows) MPI with host staging of the packed payload.
+  // halo rows and gradients (f32 or bf16, exact or stale) between device buffers; otherwise
+  // (ranks sharing a GPU, no NCCL) MPI with host staging of the packed payload.
   std::unique_ptr<Communicator> nccl;
   if (gpu && ranks > 1) {
     const CudaDevices devs = cuda_devices();
@@ -405,7 +405,6 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     std::string why = nccl_unavailable_reason();
     if (why.empty() && std::set<std::string>(gpus.begin(), gpus.end()).size() < gpus.size())
       why = "ranks share a GPU";
-    if (why.empty() && opt.halo_staleness != 0) why = "stale halo rows use the MPI path";
     std::int64_t ok = why.empty();
     comm.allreduce(&ok, 1, ReduceOp::kMin);  // every rank takes the same path
     if (ok) nccl = make_nccl_communicator(comm, local % devs.count);

@@ -472,10 +472,41 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
   EXPECT_EQ(x.stats().bytes_sent, epochs * HaloExchanger::predicted_bytes(plan, {w}, {true}, dtype)) << what;
 }
 
+// The local communicator claiming to move the backend's memory, as NCCL does: on the CPU
+// backend it runs the exchange's direct path (send buffers and payloads in the backend's memory,
+// stale exchanges in device-side slots) that otherwise first runs between two GPUs.
+class DirectLoopback final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const char* name() const override { return "loopback"; }
+  bool device_buffers() const override { return true; }
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
+                                    int tag) override {
+    return local_.exchange(sends, recvs, tag);
+  }
+  void allreduce(float*, std::int64_t, ReduceOp) override {}
+  void allreduce(double*, std::int64_t, ReduceOp) override {}
+  void allreduce(std::int64_t*, std::int64_t, ReduceOp) override {}
+  std::vector<char> gather(const void* data, std::size_t bytes, int root, std::vector<std::size_t>* counts) override {
+    return local_.gather(data, bytes, root, counts);
+  }
+  void broadcast(void*, std::size_t, int) override {}
+  void barrier() override {}
+  void abort(int) override {}
+
+ private:
+  LocalCommunicator local_;
+};
+
 TEST(HaloExchange, ASelfPlanMovesExactlyTheRowsAndGradients) {
   LocalCommunicator local;
+  DirectLoopback direct;
   for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
-    for (int staleness : {0, 1}) expect_self_exchange_exact(local, cpu_backend(), dtype, staleness);
+    for (int staleness : {0, 1}) {
+      expect_self_exchange_exact(local, cpu_backend(), dtype, staleness);   // host buffers (MPI's path)
+      expect_self_exchange_exact(direct, cpu_backend(), dtype, staleness);  // NCCL's path
+    }
 }
 
 }  // namespace
@@ -493,9 +524,10 @@ TEST(DistributedGpu, RanksSharingOneGpuEqualOneProcess) {
   expect_equivalent("sbm", "sbm-4", 4, "--device cuda --model sage --layers 3 --hidden 16 --batch-norm --epochs 20");
 }
 
-// The exchange on the GPU, exactly: rows packed and narrowed on the device and staged through
-// host memory (the MPI path; here the local communicator), and, where NCCL loads, the device to
-// device path of one rank sending to itself (the only NCCL exchange one GPU can run).
+// The exchange on the GPU, exactly, exact and stale: rows packed and narrowed on the device and
+// staged through host memory (the MPI path; here the local communicator), and, where NCCL
+// loads, the device-to-device path of one rank sending to itself (the only NCCL exchange one
+// GPU can run).
 TEST(DistributedGpu, ASelfPlanMovesExactlyTheRowsAndGradientsOnTheGpu) {
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) GTEST_SKIP() << devs.reason;
@@ -504,7 +536,8 @@ TEST(DistributedGpu, ASelfPlanMovesExactlyTheRowsAndGradientsOnTheGpu) {
     for (int staleness : {0, 1}) expect_self_exchange_exact(local, cuda_backend(), dtype, staleness);
   if (const std::string why = nccl_unavailable_reason(); !why.empty()) GTEST_SKIP() << "NCCL part: " << why;
   const std::unique_ptr<Communicator> nccl = make_nccl_communicator(local, 0);
-  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16}) expect_self_exchange_exact(*nccl, cuda_backend(), dtype, 0);
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+    for (int staleness : {0, 1}) expect_self_exchange_exact(*nccl, cuda_backend(), dtype, staleness);
 }
 
 // The communication savers on GPU ranks (bf16 rows narrowed and widened on the device, stale rows

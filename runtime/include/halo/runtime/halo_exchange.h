@@ -13,8 +13,9 @@
 // whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
 //
 // With the CUDA backend the rows are packed, narrowed to bf16 and widened again on the GPU. Over
-// NCCL they travel from device memory to device memory; over MPI (ranks sharing a GPU, NCCL
-// missing, staleness) the packed payload is staged through host buffers.
+// NCCL they travel from device memory to device memory (exact or stale: each stale layer keeps
+// its payloads in device buffers of its own); over MPI (ranks sharing a GPU, NCCL missing) the
+// packed payload is staged through host buffers.
 #pragma once
 
 #include <cstdint>
@@ -77,8 +78,13 @@ class HaloExchanger final : public Exchanger {
   void start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place, int tag);
   void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv, bool copy_send,
                       int tag);
-  void start_direct_forward(const MatrixView& all, int tag);
-  void start_direct_backward(const MatrixView& all, int tag);
+  void post_direct_forward(const MatrixView& all, Matrix& send, void* recv, int tag);
+  void post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send, int tag);
+  void* direct_payload(Matrix& m, std::int64_t rows, std::int64_t w);
+  // The send list in the backend's memory.
+  const NodeId* send_index() const { return send_dev_ ? send_dev_->data() : plan_.send; }
+  void unpack_direct_halo(const void* payload, const MatrixView& all);
+  void add_direct_received(const void* payload, const MatrixView& all);
   void finish_pending(std::unique_ptr<Pending>& p);
   void unpack_halo(const std::vector<char>& recv, const MatrixView& all);
   void add_received(const std::vector<char>& recv, const MatrixView& all);
@@ -97,7 +103,8 @@ class HaloExchanger final : public Exchanger {
   std::unique_ptr<DeviceArray<NodeId>> send_dev_;
   Matrix stage_;
   Matrix wire_send_, wire_recv_;  // bf16 payloads in device memory (raw storage)
-  // NCCL (device-memory communicator): no staging; gradients for owned rows land in grad_stage_.
+  // NCCL (device-memory communicator): no staging; exact f32 gradients for owned rows land in
+  // grad_stage_, bf16 payloads in wire_recv_; stale exchanges use their slot's device buffers.
   bool direct_ = false;
   Matrix grad_stage_;
   MatrixView fwd_all_;
