@@ -40,7 +40,7 @@ void check_launch() {
     const char* v = std::getenv("HALO_CUDA_SYNC");
     return v && std::string(v) == "1";
   }();
-  if (sync) HALO_CUDA_CHECK(cudaDeviceSynchronize());
+  if (sync) device_synchronize();  // the backend's work, not NCCL's in-flight exchanges
 }
 
 namespace {

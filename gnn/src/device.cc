@@ -37,6 +37,8 @@ std::vector<float> cuda_smoke_test(int) { throw SystemError(cuda_devices().reaso
 
 std::size_t device_peak_bytes() { return 0; }
 void device_synchronize() { throw SystemError(cuda_devices().reason); }
+int add_unwind_hook(std::function<void()>) { return 0; }  // no device memory to free
+void remove_unwind_hook(int) {}
 void use_device(int) { throw SystemError(cuda_devices().reason); }
 std::string device_pci_bus_id(int) { throw SystemError(cuda_devices().reason); }
 void* device_alloc(std::size_t) { throw SystemError(cuda_devices().reason); }

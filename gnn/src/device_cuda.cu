@@ -1,8 +1,12 @@
 // Device discovery and a smoke-test kernel for the CUDA build.
 #include <algorithm>
+#include <exception>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "halo/gnn/cuda_check.h"
 #include "halo/gnn/device.h"
@@ -92,8 +96,47 @@ void* device_alloc(std::size_t bytes) {
   return p;
 }
 
+namespace {
+struct UnwindHooks {
+  std::mutex mu;
+  std::map<int, std::function<void()>> hooks;
+  int next = 1;
+};
+UnwindHooks& unwind_hooks() {
+  static UnwindHooks* h = new UnwindHooks;  // never destroyed, like usage()
+  return *h;
+}
+}  // namespace
+
+int add_unwind_hook(std::function<void()> hook) {
+  UnwindHooks& h = unwind_hooks();
+  std::lock_guard<std::mutex> lock(h.mu);
+  h.hooks[h.next] = std::move(hook);
+  return h.next++;
+}
+
+void remove_unwind_hook(int id) {
+  UnwindHooks& h = unwind_hooks();
+  std::lock_guard<std::mutex> lock(h.mu);
+  h.hooks.erase(id);
+}
+
 void device_free(void* p) noexcept {
   if (!p) return;
+  if (std::uncaught_exceptions() > 0) {  // cancel what could keep cudaFree waiting forever
+    std::map<int, std::function<void()>> run;
+    {
+      UnwindHooks& h = unwind_hooks();
+      std::lock_guard<std::mutex> lock(h.mu);
+      run.swap(h.hooks);
+    }
+    for (auto& [id, hook] : run) {
+      try {
+        hook();
+      } catch (...) {
+      }
+    }
+  }
   cudaFree(p);
   Usage& u = usage();
   std::lock_guard<std::mutex> lock(u.mu);
@@ -109,7 +152,16 @@ std::size_t device_peak_bytes() {
   return u.peak;
 }
 
-void device_synchronize() { HALO_CUDA_CHECK(cudaDeviceSynchronize()); }
+// An event recorded on the legacy default stream completes after all work queued before it on
+// every blocking stream (the backend's is one), and does not wait for non-blocking streams.
+void device_synchronize() {
+  cudaEvent_t ev = nullptr;
+  HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  const cudaError_t rec = cudaEventRecord(ev, cudaStreamLegacy);
+  const cudaError_t done = rec == cudaSuccess ? cudaEventSynchronize(ev) : rec;
+  cudaEventDestroy(ev);
+  HALO_CUDA_CHECK(done);
+}
 
 std::string device_pci_bus_id(int index) {
   char id[32] = {};

@@ -7,7 +7,12 @@
 // poll a CUDA event with the same deadline as MPI's (HALO_COMM_TIMEOUT_S), and NCCL's
 // asynchronous error (a peer or the network failing leaves operations that never complete);
 // on either the NCCL communicator is aborted (ncclCommAbort, once: it frees the communicator),
-// so no rank stays blocked in a kernel.
+// so no rank stays blocked in a kernel. Nothing else waits for NCCL's stream: posts are ordered
+// after the backend's work by an event (recorded on the legacy default stream, which follows
+// every blocking stream: the backend's), not by a device-wide synchronisation, so exchanges in
+// flight (stale ones span an epoch) overlap compute and a dead peer cannot block a rank outside
+// a timed wait; and while an exception unwinds, the communicator is aborted before the first
+// device free (add_unwind_hook), since cudaFree waits for the whole device.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -17,6 +22,7 @@
 #include <thread>
 
 #include "halo/gnn/cuda_check.h"
+#include "halo/gnn/device.h"
 #include "halo/graph/error.h"
 #include "halo/runtime/comm.h"
 
@@ -155,26 +161,30 @@ class NcclCommunicator final : public Communicator {
     if (boot.rank() == 0) HALO_NCCL_CHECK(api.get_unique_id(&id));
     boot.broadcast(&id, sizeof id, 0);
     HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     HALO_NCCL_CHECK(api.comm_init_rank(&state_.comm, boot.size(), id, boot.rank()));
+    unwind_hook_ = add_unwind_hook([this] { state_.abort_once(); });
   }
   ~NcclCommunicator() override {
+    remove_unwind_hook(unwind_hook_);
     if (state_.comm && !state_.aborted) {
       if (std::uncaught_exceptions() > 0) state_.abort_once();
       else NcclApi::get().comm_destroy(state_.comm);
     }
+    if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
   }
   int rank() const override { return boot_.rank(); }
   int size() const override { return boot_.size(); }
   const char* name() const override { return "nccl"; }
   bool device_buffers() const override { return true; }
+  bool needs_gpu_memory() const override { return true; }
 
   std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
                                     int) override {
     const NcclApi& api = NcclApi::get();
     if (state_.aborted) throw SystemError("halo exchange (NCCL): the communicator was aborted");
-    // The blocks were written by the backend's stream: make this stream wait for that work.
-    HALO_CUDA_CHECK(cudaDeviceSynchronize());
+    after_backend_work();
     HALO_NCCL_CHECK(api.group_start());
     for (const PeerBlock& b : recvs)
       if (b.bytes) HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
@@ -195,7 +205,7 @@ class NcclCommunicator final : public Communicator {
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
     if (state_.aborted) throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
-    HALO_CUDA_CHECK(cudaDeviceSynchronize());
+    after_backend_work();
     HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
     cudaEvent_t ev = nullptr;
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -215,8 +225,17 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // Orders this stream's next operations after all work queued so far on blocking streams (the
+  // backend's kernels, the legacy stream's copies), without the host waiting.
+  void after_backend_work() {
+    HALO_CUDA_CHECK(cudaEventRecord(ready_, cudaStreamLegacy));
+    HALO_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
+  }
+
   Communicator& boot_;
   NcclState state_;
+  cudaEvent_t ready_ = nullptr;
+  int unwind_hook_ = 0;
   cudaStream_t stream_ = nullptr;
 };
 

@@ -51,6 +51,8 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& pl
   // A communicator that moves the backend's memory (NCCL; on the CPU backend, the tests' host
   // loopback that runs this path without a GPU) takes the direct path: no staging.
   direct_ = comm.device_buffers();
+  if (comm.needs_gpu_memory() && !gpu_)
+    throw ParamError(std::string("the ") + comm.name() + " communicator moves GPU memory: it needs the CUDA backend");
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -309,7 +311,7 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
     unpack();
     return;
   }
-  unpack();  // (over NCCL the exchange posted next synchronises the device first)
+  unpack();  // before the post, which orders NCCL after the backend work queued so far
   post();
   s.pending = std::move(pending_next_);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,15 @@ CudaDevices cuda_devices();
 // The most GPU memory halo's own allocations held at once (0 without CUDA; cudaMalloc is
 // synchronous, so the count is current without waiting for the GPU).
 std::size_t device_peak_bytes();
+// Waits for the work halo queued on the GPU (kernels, copies: every blocking stream), not for
+// communication in flight on a non-blocking stream (NCCL's), which a dead peer can hold forever.
 void device_synchronize();
+
+// Registers `hook` to run (once) before the first device free made while an exception unwinds:
+// cudaFree waits for the whole device, so communication that may never complete (a peer died)
+// must be cancelled first (NCCL: ncclCommAbort). Returns an id for remove_unwind_hook.
+int add_unwind_hook(std::function<void()> hook);
+void remove_unwind_hook(int id);
 
 // Makes GPU `index` the current device of this process (before any allocation).
 void use_device(int index);

@@ -55,8 +55,11 @@ class Communicator {
   // Rank root's bytes to every rank, in place.
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   virtual void barrier() = 0;
-  // True when exchange() takes device (GPU) memory (NCCL); host memory otherwise.
+  // True when exchange() takes the compute backend's memory as it is, so the halo exchange needs
+  // no host staging (NCCL: GPU memory); false: host memory (MPI, local).
   virtual bool device_buffers() const { return false; }
+  // True when that memory must be GPU memory (NCCL), so a CPU backend cannot use it.
+  virtual bool needs_gpu_memory() const { return false; }
   // Sums n floats in device memory across ranks, in place (NCCL only).
   virtual void allreduce_device(float* data, std::int64_t n);
   // Ends every rank of the job with `code` (MPI_Abort); the local communicator returns, and its
