@@ -340,6 +340,34 @@ TEST(Distributed, CommunicationSaversStillLearn) {
   }
 }
 
+// The exchange's direct path (what NCCL runs on GPUs: send buffers and payloads in the compute
+// backend's memory, stale exchanges in slots of their own) against the staged one, on 4 CPU
+// ranks over MPI with real peers, evaluation exchanges between stale ones and two runs: the
+// same arithmetic in the same order, so the same losses bit for bit and the same bytes.
+TEST(Distributed, TheDirectExchangePathTrainsBitForBitLikeTheStagedOne) {
+  for (const std::string saver : {"", "--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
+    TempDir t;
+    const std::string common = " train " + data("sbm-4").string() +
+                               " --model sage --layers 3 --hidden 16 --batch-norm --epochs 8 --eval-every 2 --runs 2 "
+                               "--threads 1 -q " + saver;
+    const Result staged = shell(mpirun(4) + halo() + common + " --log " + (t / "s.jsonl").string(), t / "s");
+    ASSERT_EQ(staged.code, 0) << saver << "\n" << staged.out;
+    const Result direct =
+        shell("HALO_TEST_DIRECT_EXCHANGE=1 " + mpirun(4) + halo() + common + " --log " + (t / "d.jsonl").string(), t / "d");
+    ASSERT_EQ(direct.code, 0) << saver << "\n" << direct.out;
+    const auto ls = read_log(t / "s.jsonl"), ld = read_log(t / "d.jsonl");
+    ASSERT_EQ(ls.size(), ld.size()) << saver;
+    int compared = 0;
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      if (!ls[i].contains("loss")) continue;
+      EXPECT_EQ(ls[i]["loss"], ld[i]["loss"]) << saver << " record " << i;
+      EXPECT_EQ(ls[i]["halo_bytes"], ld[i]["halo_bytes"]) << saver << " record " << i;
+      ++compared;
+    }
+    EXPECT_GE(compared, 8) << saver;
+  }
+}
+
 TEST(Distributed, MismatchedRankCountIsAClearError) {
   TempDir t;
   const Result r = shell(mpirun(2) + halo() + " train " + data("cora-4").string() + " --epochs 2", t / "o");
