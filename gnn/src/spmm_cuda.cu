@@ -34,7 +34,6 @@
 // per plan (SparseView::nnz() would dereference device memory on the host).
 #include <climits>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
 

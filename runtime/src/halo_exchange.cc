@@ -16,6 +16,9 @@ namespace {
 enum Kind { kForward = 1, kBackward = 2, kStaleForward = 3, kStaleBackward = 4 };
 int tag_of(int layer, Kind kind) { return layer * 8 + kind; }
 
+// Bytes of one value on the wire.
+std::size_t value_bytes(HaloDtype dtype) { return dtype == HaloDtype::kF32 ? 4 : 2; }
+
 // `count` bfloat16 values of memory on `where` held by m (a float matrix used as raw storage).
 std::uint16_t* device_halves(Matrix& m, std::int64_t count, Device where = Device::kCuda) {
   m.set_device(where);
@@ -63,7 +66,7 @@ HaloExchanger::~HaloExchanger() = default;
 
 std::int64_t HaloExchanger::predicted_bytes(const HaloPlan& plan, const std::vector<std::int64_t>& widths,
                                             const std::vector<bool>& backward, HaloDtype dtype) {
-  const std::int64_t es = dtype == HaloDtype::kF32 ? 4 : 2;
+  const auto es = std::int64_t(value_bytes(dtype));
   std::int64_t total = 0;
   for (std::size_t l = 0; l < widths.size(); ++l) {
     total += plan.send_rows() * widths[l] * es;
@@ -85,11 +88,11 @@ void HaloExchanger::finish_pending(std::unique_ptr<Pending>& p) {
 void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place,
                                   int tag) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
-  const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
+  const std::size_t es = value_bytes(dtype_);
   send.resize(std::size_t(n * w) * es);
   if (gpu_) {  // gather (and narrow) on the device, then stage the payload's bytes only
     stage_.resize(n, w);
-    be_.gather_rows(all, send_dev_->data(), n, stage_.view());
+    be_.gather_rows(all, send_index(), n, stage_.view());
     const void* payload = stage_.data();
     if (dtype_ == HaloDtype::kBf16) {
       std::uint16_t* half = device_halves(wire_send_, n * w);
@@ -119,7 +122,7 @@ void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send
 void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv,
                                    bool copy_send, int tag) {
   const std::int64_t w = all.cols, h = plan_.halo;
-  const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
+  const std::size_t es = value_bytes(dtype_);
   const float* halo_rows = all.row(plan_.owned);
   const char* src = reinterpret_cast<const char*>(halo_rows);
   if (gpu_) {  // narrow on the device, then stage the halo rows' gradients on the host
@@ -175,7 +178,7 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
     } else {
       copy_floats(Device::kCuda, stage_.data(), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n * w);
     }
-    be_.scatter_add_rows(stage_.view(), send_dev_->data(), n, all.rows_range(0, plan_.owned));
+    be_.scatter_add_rows(stage_.view(), send_index(), n, all.rows_range(0, plan_.owned));
     return;
   }
   const float* rows = reinterpret_cast<const float*>(recv.data());
@@ -199,7 +202,7 @@ HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slo
 // widened or copied into them. Posts through pending_next_.
 void HaloExchanger::post_direct_forward(const MatrixView& all, Matrix& send, void* recv, int tag) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
-  const std::size_t row = std::size_t(w) * (dtype_ == HaloDtype::kF32 ? 4 : 2);
+  const std::size_t row = std::size_t(w) * value_bytes(dtype_);
   void* out = nullptr;
   if (dtype_ == HaloDtype::kF32) {
     send.set_device(be_.device());
@@ -223,7 +226,7 @@ void HaloExchanger::post_direct_forward(const MatrixView& all, Matrix& send, voi
 // `send` (narrowed to bf16, or kept because the halo rows change while they travel).
 void HaloExchanger::post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send, int tag) {
   const std::int64_t w = all.cols, h = plan_.halo;
-  const std::size_t row = std::size_t(w) * (dtype_ == HaloDtype::kF32 ? 4 : 2);
+  const std::size_t row = std::size_t(w) * value_bytes(dtype_);
   void* out = all.row(plan_.owned);
   if (dtype_ == HaloDtype::kBf16) {
     std::uint16_t* half = device_halves(send, h * w, be_.device());
@@ -282,7 +285,7 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
       post_direct_forward(all, dtype_ == HaloDtype::kF32 ? stage_ : wire_send_, recv, tag_of(layer, kForward));
     } else {
       const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
-      recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * (dtype_ == HaloDtype::kF32 ? 4 : 2));
+      recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * value_bytes(dtype_));
       start_forward(all, send_buf_, recv_buf_.data(), in_place, tag_of(layer, kForward));
     }
     pending_ = std::move(pending_next_);
@@ -293,7 +296,7 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
   // epoch's rows travel while the layer — and the rest of the epoch — computes.
   Slot& s = slot(fwd_slots_, layer);
   finish_pending(s.pending);
-  const std::size_t es = dtype_ == HaloDtype::kF32 ? 4 : 2;
+  const std::size_t es = value_bytes(dtype_);
   void* drecv = direct_ ? direct_payload(s.drecv, plan_.halo, all.cols) : nullptr;
   if (!direct_) s.recv.resize(std::size_t(plan_.halo * all.cols) * es);
   auto post = [&] {

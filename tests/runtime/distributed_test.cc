@@ -340,6 +340,20 @@ TEST(Distributed, CommunicationSaversStillLearn) {
   }
 }
 
+// The log of a 4-rank training on sbm-4 (SAGE, 3 x 16, batch norm, one thread a rank) with
+// `args`, started after the environment assignments `env`; empty, and a test failure, when the
+// job fails.
+std::vector<json> sage_on_four_ranks(const fs::path& dir, const std::string& name, const std::string& env,
+                                     const std::string& args) {
+  const fs::path log = dir / (name + ".jsonl");
+  const Result r = shell(env + mpirun(4) + halo() + " train " + data("sbm-4").string() +
+                             " --model sage --layers 3 --hidden 16 --batch-norm --threads 1 -q " + args + " --log " +
+                             log.string(),
+                         dir / name);
+  EXPECT_EQ(r.code, 0) << env << args << "\n" << r.out;
+  return r.code == 0 ? read_log(log) : std::vector<json>{};
+}
+
 // The exchange's direct path (what NCCL runs on GPUs: send buffers and payloads in the compute
 // backend's memory, stale exchanges in slots of their own) against the staged one, on 4 CPU
 // ranks over MPI with real peers, evaluation exchanges between stale ones and two runs: the
@@ -347,15 +361,10 @@ TEST(Distributed, CommunicationSaversStillLearn) {
 TEST(Distributed, TheDirectExchangePathTrainsBitForBitLikeTheStagedOne) {
   for (const std::string saver : {"", "--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
     TempDir t;
-    const std::string common = " train " + data("sbm-4").string() +
-                               " --model sage --layers 3 --hidden 16 --batch-norm --epochs 8 --eval-every 2 --runs 2 "
-                               "--threads 1 -q " + saver;
-    const Result staged = shell(mpirun(4) + halo() + common + " --log " + (t / "s.jsonl").string(), t / "s");
-    ASSERT_EQ(staged.code, 0) << saver << "\n" << staged.out;
-    const Result direct =
-        shell("HALO_TEST_DIRECT_EXCHANGE=1 " + mpirun(4) + halo() + common + " --log " + (t / "d.jsonl").string(), t / "d");
-    ASSERT_EQ(direct.code, 0) << saver << "\n" << direct.out;
-    const auto ls = read_log(t / "s.jsonl"), ld = read_log(t / "d.jsonl");
+    const std::string args = "--epochs 8 --eval-every 2 --runs 2 " + saver;
+    const auto ls = sage_on_four_ranks(t.path(), "staged", "", args);
+    const auto ld = sage_on_four_ranks(t.path(), "direct", "HALO_TEST_DIRECT_EXCHANGE=1 ", args);
+    ASSERT_FALSE(ls.empty()) << saver;
     ASSERT_EQ(ls.size(), ld.size()) << saver;
     int compared = 0;
     for (std::size_t i = 0; i < ls.size(); ++i) {
@@ -600,14 +609,12 @@ TEST(DistributedGpu, CommunicationSaversOnGpuRanksMatchCpuRanks) {
   if (devs.count == 0) GTEST_SKIP() << devs.reason;
   for (const std::string saver : {"--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
     TempDir t;
-    const std::string common = " train " + data("sbm-4").string() +
-                               " --model sage --layers 3 --hidden 16 --batch-norm --epochs 20 --eval-every 5 "
-                               "--threads 1 -q " + saver;
-    const Result cpu = shell(mpirun(4) + halo() + common + " --device cpu --log " + (t / "c.jsonl").string(), t / "c");
-    ASSERT_EQ(cpu.code, 0) << saver << "\n" << cpu.out;
-    const Result gpu = shell(mpirun(4) + halo() + common + " --device cuda --log " + (t / "g.jsonl").string(), t / "g");
-    ASSERT_EQ(gpu.code, 0) << saver << "\n" << gpu.out;
-    const auto ec = epochs(read_log(t / "c.jsonl")), eg = epochs(read_log(t / "g.jsonl"));
+    const std::string args = "--epochs 20 --eval-every 5 " + saver;
+    const auto lc = sage_on_four_ranks(t.path(), "cpu", "", args + " --device cpu");
+    const auto lg = sage_on_four_ranks(t.path(), "gpu", "", args + " --device cuda");
+    ASSERT_FALSE(lc.empty()) << saver;
+    ASSERT_FALSE(lg.empty()) << saver;
+    const auto ec = epochs(lc), eg = epochs(lg);
     ASSERT_EQ(ec.size(), eg.size()) << saver;
     ASSERT_GT(ec.size(), 0u) << saver;
     const double tol = saver.find("bf16") != std::string::npos ? 2e-3 : 1e-4;
