@@ -15,6 +15,7 @@ packages=(
   libcli11-dev                  # command line
   libopenblas-openmp-dev        # GEMM in the CPU backend (OpenMP threading, like halo)
   python3-matplotlib            # tools/plot-log.py (and its test)
+  iproute2 procps bc            # tools/cluster (namespaces, links), the failure tests
 )
 
 missing=()

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,8 +39,29 @@ void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw SystemError(std::string("MPI: ") + what + ": " + mpi_error(code));
 }
 
-// Polls requests until all complete or the deadline passes (then throws naming `what`).
-void wait_all(std::vector<MPI_Request>& reqs, const std::string& what) {
+std::vector<std::string> g_hosts;  // every rank's host name, for messages (MpiCommunicator)
+
+// "rank 2 (node2) and rank 3 (node2)": the ranks behind the requests of `reqs` not complete yet.
+std::string unanswered(std::vector<MPI_Request>& reqs, const std::vector<int>& peers) {
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < reqs.size() && i < peers.size(); ++i) {
+    int flag = 1;
+    MPI_Status st;
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Request_get_status(reqs[i], &flag, &st);
+    if (!flag && std::find(ranks.begin(), ranks.end(), peers[i]) == ranks.end()) ranks.push_back(peers[i]);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  std::string s;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + ("rank " + std::to_string(ranks[i]));
+    if (std::size_t(ranks[i]) < g_hosts.size()) s += " (" + g_hosts[std::size_t(ranks[i])] + ")";
+  }
+  return s;
+}
+
+// Polls requests until all complete or the deadline passes (then throws naming `what` and, for
+// point-to-point requests whose peers[i] is given, the ranks that did not answer).
+void wait_all(std::vector<MPI_Request>& reqs, const std::string& what, const std::vector<int>& peers = {}) {
   if (reqs.empty()) return;
   const auto start = std::chrono::steady_clock::now();
   const double limit = comm_timeout_seconds();
@@ -50,9 +72,12 @@ void wait_all(std::vector<MPI_Request>& reqs, const std::string& what) {
     if (spin > 2000) sched_yield();
     if (spin % 1024 == 0 && spin > 0) {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (waited > limit)
-        throw SystemError(what + ": no answer from the other ranks after " + std::to_string(int(waited)) +
-                          " s (a rank died or hangs; HALO_COMM_TIMEOUT_S sets the limit)");
+      if (waited > limit) {
+        const std::string who = unanswered(reqs, peers);
+        throw SystemError(what + ": no answer from " + (who.empty() ? "the other ranks" : who) + " after " +
+                          std::to_string(int(waited)) + " s (a rank died or hangs, or its node or link is down; "
+                          "HALO_COMM_TIMEOUT_S sets the limit)");
+      }
       if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
@@ -69,7 +94,8 @@ MPI_Op mpi_op(ReduceOp op) {
 
 class MpiPending final : public Pending {
  public:
-  MpiPending(std::vector<MPI_Request> reqs, int tag) : reqs_(std::move(reqs)), tag_(tag) {}
+  MpiPending(std::vector<MPI_Request> reqs, std::vector<int> peers, int tag)
+      : reqs_(std::move(reqs)), peers_(std::move(peers)), tag_(tag) {}
   ~MpiPending() override {
     // Never leave requests behind (the buffers are about to go) — except while an exception
     // unwinds: then the job is about to be aborted and waiting on peers could only hang.
@@ -81,12 +107,13 @@ class MpiPending final : public Pending {
   }
   void wait() override {
     if (reqs_.empty()) return;
-    wait_all(reqs_, "halo exchange (tag " + std::to_string(tag_) + ")");
+    wait_all(reqs_, "halo exchange (tag " + std::to_string(tag_) + ")", peers_);
     reqs_.clear();
   }
 
  private:
   std::vector<MPI_Request> reqs_;
+  std::vector<int> peers_;  // the peer of each request
   int tag_;
 };
 
@@ -95,6 +122,16 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // Every rank's host name, so that a wait that gives up can say where its peers run.
+    constexpr int kName = 64;
+    char mine[kName] = {};
+    gethostname(mine, kName - 1);
+    std::vector<char> all(std::size_t(size_) * kName, 0);
+    std::vector<MPI_Request> req(1);
+    check(MPI_Iallgather(mine, kName, MPI_CHAR, all.data(), kName, MPI_CHAR, MPI_COMM_WORLD, &req[0]),
+          "MPI_Iallgather");
+    wait_all(req, "start-up (host names)");
+    for (int r = 0; r < size_; ++r) g_hosts.emplace_back(all.data() + std::size_t(r) * kName);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -103,16 +140,19 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
                                     int tag) override {
     std::vector<MPI_Request> reqs;
+    std::vector<int> peers;
     reqs.reserve(sends.size() + recvs.size());
     for (const PeerBlock& b : recvs) {  // receives first: sends can then complete eagerly
       if (b.bytes == 0) continue;
       post(b, tag, /*send=*/false, reqs);
+      peers.resize(reqs.size(), b.peer);
     }
     for (const PeerBlock& b : sends) {
       if (b.bytes == 0) continue;
       post(b, tag, /*send=*/true, reqs);
+      peers.resize(reqs.size(), b.peer);
     }
-    return std::make_unique<MpiPending>(std::move(reqs), tag);
+    return std::make_unique<MpiPending>(std::move(reqs), std::move(peers), tag);
   }
 
   void allreduce(float* data, std::int64_t n, ReduceOp op) override { reduce(data, n, MPI_FLOAT, op); }
@@ -131,6 +171,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<std::size_t> offs(std::size_t(size_) + 1, 0);
     for (int r = 0; r < size_; ++r) offs[std::size_t(r) + 1] = offs[std::size_t(r)] + std::size_t(sizes[std::size_t(r)]);
     std::vector<MPI_Request> reqs;
+    std::vector<int> gather_peers;  // the peer of each request
     constexpr std::size_t kChunk = std::size_t(1) << 30;
     if (rank_ == root) {
       out.resize(offs.back());
@@ -144,6 +185,7 @@ class MpiCommunicator final : public Communicator {
           reqs.emplace_back();
           check(MPI_Irecv(out.data() + offs[std::size_t(r)] + at, int(len), MPI_BYTE, r, kGatherTag, MPI_COMM_WORLD,
                           &reqs.back()), "MPI_Irecv");
+          gather_peers.push_back(r);
         }
       }
       if (counts) {
@@ -156,9 +198,10 @@ class MpiCommunicator final : public Communicator {
         reqs.emplace_back();
         check(MPI_Isend(static_cast<const char*>(data) + at, int(len), MPI_BYTE, root, kGatherTag, MPI_COMM_WORLD,
                         &reqs.back()), "MPI_Isend");
+        gather_peers.push_back(root);
       }
     }
-    wait_all(reqs, "gather");
+    wait_all(reqs, "gather", gather_peers);
     return out;
   }
 

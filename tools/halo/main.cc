@@ -1,5 +1,7 @@
 // `halo`: the command-line front door. Parses arguments, dispatches to a subcommand, and turns
 // every halo::Error into one line on stderr with a non-zero exit status.
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -10,6 +12,7 @@
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/runtime/comm.h"
+#include "halo/runtime/supervisor.h"
 
 namespace halo::cli {
 
@@ -40,7 +43,10 @@ namespace {
 int fail(int code, const std::string& what) {
   halo::Communicator& comm = halo::world();
   if (comm.size() > 1) {
-    std::fprintf(stderr, "error: rank %d of %d: %s (aborting the job)\n", comm.rank(), comm.size(), what.c_str());
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::fprintf(stderr, "error: rank %d of %d on %s: %s (aborting the job)\n", comm.rank(), comm.size(), host,
+                 what.c_str());
     std::fflush(stderr);
     halo::abort_job(code);
   }
@@ -51,7 +57,10 @@ int fail(int code, const std::string& what) {
 
 int main(int argc, char** argv) {
   using namespace halo::cli;
+  // Under a launcher this process becomes the rank's supervisor and a forked worker goes on.
+  if (const int code = halo::supervise_rank(); code >= 0) return code;
   halo::MpiSession mpi(&argc, &argv);  // only when started by mpirun / srun
+  halo::join_supervisors(halo::world());
   CLI::App app{"halo: full-graph GNN training on partitioned graphs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HALO_VERSION);
