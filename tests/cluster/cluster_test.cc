@@ -1,0 +1,377 @@
+// Across machines on one box: every test makes a cluster with tools/cluster/up.sh (each node a
+// network namespace with its own host name, disk folder and memory cgroup, joined over TCP by a
+// bridge), deploys only each node's parts to its disk, runs halo under mpirun with the cluster's
+// launch agent, and removes the cluster again. They check what a user of real machines relies
+// on: K ranks over TCP give one process's model while every rank reads only its own node's
+// disk; a node killed or cut off, or a node out of memory, ends the whole job quickly with one
+// line naming the rank and host; the checkpoints on the surviving nodes are intact and resume
+// to the uninterrupted run's weights bit for bit, also on fewer nodes.
+//
+// Needs root and network namespaces (CI has both); elsewhere every test skips saying why.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "halo/graph/dataset.h"
+#include "halo/graph/staging.h"
+#include "../test_util.h"
+
+namespace halo {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  double seconds = 0;
+  std::string out;
+};
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// Runs a shell command, capturing stdout and stderr together.
+Result shell(const std::string& cmd) {
+  char name[] = "/tmp/halo-cluster-out-XXXXXX";
+  const int fd = mkstemp(name);
+  close(fd);
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((cmd + " > " + name + " 2>&1").c_str());
+  Result r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = test::read_bytes(name);
+  fs::remove(name);
+  return r;
+}
+
+std::string halo() { return test::configured("HALO_BINARY", HALO_BINARY); }
+fs::path tools() { return test::source_dir() / "tools" / "cluster"; }
+
+// Why this machine cannot host a cluster (empty when it can).
+std::string unavailable() {
+  static const std::string why = [] {
+    const Result r = shell("bash -c " + quote(". " + (tools() / "lib.sh").string() + "; cluster_unavailable_reason"));
+    std::string s = r.out;
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return r.code == 0 ? s : "cannot run tools/cluster/lib.sh: " + s;
+  }();
+  return why;
+}
+
+#define SKIP_WITHOUT_CLUSTER()                                              \
+  do {                                                                      \
+    if (!unavailable().empty()) GTEST_SKIP() << "no cluster: " << unavailable(); \
+  } while (0)
+
+// One cluster in a box for the lifetime of the object (removed, with its disks, at the end).
+class Cluster {
+ public:
+  Cluster(const fs::path& root, int nodes, const std::string& options) : root_(root) {
+    name_ = "hct" + std::to_string(getpid());
+    env_ = "HALO_CLUSTER=" + name_ + " CLUSTER_ROOT=" + root_.string() + " ";
+    up(nodes, options);
+  }
+  ~Cluster() { shell(env_ + (tools() / "down.sh").string()); }
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // Makes the cluster again (a fresh one: new namespaces and processes), keeping the disks.
+  void up(int nodes, const std::string& options) {
+    shell(env_ + (tools() / "down.sh").string() + " --keep-disks");
+    const Result r = shell(env_ + (tools() / "up.sh").string() + " " + std::to_string(nodes) + " " + options);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  void deploy(const fs::path& parts) {
+    const Result r = shell(env_ + (tools() / "deploy.sh").string() + " " + parts.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  // A command on NODE (run.sh: the cluster's MPI settings; mpirun there reaches every node).
+  Result run(const std::string& cmd, const std::string& node = "node1") const {
+    return shell(env_ + (tools() / "run.sh").string() + " --node " + node + " -- bash -c " + quote(cmd));
+  }
+  std::string run_in_background(const std::string& cmd, const fs::path& out) const {
+    return env_ + (tools() / "run.sh").string() + " -- bash -c " + quote(cmd) + " > " + out.string() + " 2>&1";
+  }
+  Result kill_node(const std::string& node) const { return shell(env_ + (tools() / "kill.sh").string() + " " + node); }
+  Result link(const std::string& node, const std::string& state) const {
+    return shell(env_ + (tools() / "link.sh").string() + " " + node + " " + state);
+  }
+  // Where NODE's disk is on this machine, and where a command on the node sees it.
+  fs::path disk(const std::string& node) const { return root_ / "disks" / node; }
+  std::string data() const { return (root_ / "data").string(); }
+
+ private:
+  fs::path root_;
+  std::string name_, env_;
+};
+
+// mpirun on the cluster: ranks by slot, halo's timeout passed like any variable a job needs.
+std::string mpirun(int np, const std::string& env = "") {
+  std::string s = test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " -np " + std::to_string(np) + " -x OMP_NUM_THREADS=1 ";
+  if (!env.empty()) s += "-x " + env + " ";
+  return s;
+}
+
+// Datasets shared by the tests of this process: Cora in 2, 3 and 4 parts, and a generated graph
+// of 100,000 nodes in 4 parts.
+class Data : public ::testing::Environment {
+ public:
+  static fs::path dir() { return fs::temp_directory_path() / ("halo-cluster-data-" + std::to_string(getpid())); }
+  void SetUp() override {
+    if (!unavailable().empty()) return;
+    setenv("OMP_NUM_THREADS", "1", 1);
+    fs::create_directories(dir());
+    const std::string d = dir().string();
+    for (const std::string& s : {
+             halo() + " convert " + test::bundled("cora").string() + " -o " + d + "/cora",
+             halo() + " partition " + d + "/cora -k 2 -o " + d + "/cora-2",
+             halo() + " partition " + d + "/cora -k 3 -o " + d + "/cora-3",
+             halo() + " partition " + d + "/cora -k 4 -o " + d + "/cora-4",
+             halo() + " generate --nodes 100000 --avg-degree 10 --features 32 --classes 8 --seed 3 -o " + d + "/g100k",
+             halo() + " partition " + d + "/g100k -k 4 -o " + d + "/g100k-4",
+         }) {
+      const Result r = shell(s);
+      ASSERT_EQ(r.code, 0) << s << "\n" << r.out;
+    }
+  }
+  void TearDown() override { fs::remove_all(dir()); }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Data);
+fs::path data(const std::string& name) { return Data::dir() / name; }
+
+std::vector<json> read_log(const fs::path& p) {
+  std::vector<json> out;
+  std::ifstream f(p);
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) out.push_back(json::parse(line));
+  return out;
+}
+
+std::map<int, json> epochs(const std::vector<json>& log) {
+  std::map<int, json> m;
+  for (const auto& r : log)
+    if (r["type"] == "epoch") m[r["epoch"].get<int>()] = r;
+  return m;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), 1e-12); }
+
+json checkpoint_meta(const fs::path& dir) {
+  const json raw = json::parse(test::read_bytes(dir / "meta.json"));
+  return read_meta(dir, "halo-checkpoint", raw.at("version").get<int>());
+}
+
+// The largest relative difference between the weights (".value" arrays) of two checkpoints;
+// every array is also read in full with its checksum verified (an intact checkpoint).
+double weight_difference(const fs::path& a, const fs::path& b, int* compared) {
+  const json ma = checkpoint_meta(a), mb = checkpoint_meta(b);
+  double worst = 0;
+  *compared = 0;
+  for (const auto& [name, entry] : ma.at("arrays").items()) {
+    if (name.size() < 6 || name.substr(name.size() - 6) != ".value") continue;
+    const Array<float> wa = map_listed<float>(a, ma, name, {}, kAnyShape, 1);
+    const Array<float> wb = map_listed<float>(b, mb, name, {}, kAnyShape, 1);
+    if (wa.size() != wb.size()) return 1e30;
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < wa.size(); ++i) {
+      num = std::max(num, double(std::abs(wa[i] - wb[i])));
+      den = std::max(den, double(std::abs(wa[i])));
+    }
+    worst = std::max(worst, num / std::max(den, 1e-12));
+    ++*compared;
+  }
+  return worst;
+}
+
+// Every array of every committed epoch under a rank's checkpoint folder reads back with its
+// checksum (a job that died mid-write left no torn epoch behind); returns the newest epoch.
+int expect_intact(const fs::path& rank_dir) {
+  const std::vector<int> e = committed_epochs(rank_dir);
+  EXPECT_FALSE(e.empty()) << rank_dir << ": no committed checkpoint";
+  for (int epoch : e) {
+    const fs::path d = epoch_dir(rank_dir, epoch);
+    const json m = checkpoint_meta(d);
+    for (const auto& [name, entry] : m.at("arrays").items()) {
+      EXPECT_NO_THROW((void)map_listed<float>(d, m, name, {}, kAnyShape, 1, false)) << d << " " << name;
+    }
+  }
+  return e.empty() ? 0 : e.back();
+}
+
+// Waits until the job's log holds `n` epochs (or `seconds` pass); false when it never did.
+bool wait_for_epochs(const fs::path& log, std::size_t n, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (epochs(read_log(log)).size() >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Trains DATASET in one process and PARTS on the cluster (2 nodes x 2 ranks), and compares
+// losses, metrics and final weights; checks that each node holds only its own parts.
+void expect_cluster_equals_one_process(const std::string& dataset, const std::string& parts, const std::string& args) {
+  test::TempDir t;
+  Cluster c(t / "cluster", 2, "--slots 2");
+  c.deploy(data(parts));
+  // Each node has exactly its ranks' parts (rank r on node r/2 + 1) and sees no other disk.
+  for (const auto& [node, mine] : std::map<std::string, std::string>{{"node1", "meta.json part-0 part-1"},
+                                                                     {"node2", "meta.json part-2 part-3"}}) {
+    const Result ls = c.run("echo $(ls " + c.data() + "/" + parts + "); ls -A " +
+                                (fs::path(c.data()).parent_path() / "disks").string() + " | wc -l; hostname",
+                            node);
+    ASSERT_EQ(ls.code, 0) << ls.out;
+    EXPECT_EQ(ls.out, mine + "\n0\n" + node + "\n") << "what " << node << " sees";
+  }
+  const std::string common = " --threads 1 -q --checkpoint-every 1000 " + args;
+  const Result one = shell(halo() + " train " + data(dataset).string() + common + " --log " + (t / "1.jsonl").string() +
+                           " --checkpoint " + (t / "ck1").string());
+  ASSERT_EQ(one.code, 0) << one.out;
+  const Result many = c.run(mpirun(4) + halo() + " train " + c.data() + "/" + parts + common + " --log " +
+                            (t / "k.jsonl").string() + " --checkpoint " + c.data() + "/ck");
+  ASSERT_EQ(many.code, 0) << many.out;
+  const auto la = read_log(t / "1.jsonl"), lb = read_log(t / "k.jsonl");
+  const auto ea = epochs(la), eb = epochs(lb);
+  ASSERT_EQ(ea.size(), eb.size());
+  ASSERT_GT(ea.size(), 0u);
+  for (const auto& [e, ra] : ea) {
+    const json& rb = eb.at(e);
+    EXPECT_LT(rel(ra["loss"], rb["loss"]), 1e-4) << "epoch " << e;
+    for (const char* m : {"train", "valid", "test"})
+      if (ra.contains(m)) {
+        EXPECT_LT(rel(ra[m], rb[m]), 1e-4) << "epoch " << e << " " << m;
+      }
+  }
+  EXPECT_EQ(lb.back()["ranks"], 4);
+  // The final weights of every rank (each on its own node's disk) against the one process's.
+  const std::string last = "epoch-" + std::to_string(ea.rbegin()->first);
+  for (int r = 0; r < 4; ++r) {
+    int compared = 0;
+    const fs::path mine = c.disk(r < 2 ? "node1" : "node2") / "ck/run-0" / ("rank-" + std::to_string(r)) / last;
+    EXPECT_LT(weight_difference(t / "ck1/run-0/rank-0" / last, mine, &compared), 1e-4) << "rank " << r;
+    EXPECT_GT(compared, 1);
+  }
+}
+
+TEST(Cluster, CoraOnTwoNodesOfTwoRanksEqualsOneProcess) {
+  SKIP_WITHOUT_CLUSTER();
+  expect_cluster_equals_one_process("cora", "cora-4", "--preset planetoid-gcn --epochs 30 --eval-every 5");
+}
+
+TEST(Cluster, GeneratedGraphOf100kNodesOnTwoNodesEqualsOneProcess) {
+  SKIP_WITHOUT_CLUSTER();
+  expect_cluster_equals_one_process("g100k", "g100k-4", "--layers 2 --hidden 32 --epochs 8 --eval-every 4");
+}
+
+// A failure while 4 ranks on 2 nodes train Cora (checkpoints every 10 epochs): the job must end
+// within `limit` seconds of it, non-zero, printing a line that matches `line`; the checkpoints
+// on node1 must be intact, and a fresh cluster resumes them to the uninterrupted run's weights.
+template <class Fail>
+void expect_failure_ends_job_and_resume_is_exact(const std::string& env, Fail&& fail, double limit,
+                                                 const std::string& line) {
+  test::TempDir t;
+  const std::string args = " --preset planetoid-gcn --epochs 400 --eval-every 1000 --threads 1 -q --checkpoint-every 10";
+  const std::string cmd = mpirun(4, env) + halo() + " train ";
+  // The uninterrupted run, on a cluster as well (the same transport and reduction order).
+  {
+    Cluster ref(t / "ref", 2, "--slots 2");
+    ref.deploy(data("cora-4"));
+    const Result r = ref.run(cmd + ref.data() + "/cora-4" + args + " --checkpoint " + ref.data() + "/ck");
+    ASSERT_EQ(r.code, 0) << r.out;
+    fs::create_directories(t / "expected");
+    fs::copy(ref.disk("node1") / "ck/run-0/rank-0/epoch-400", t / "expected", fs::copy_options::recursive);
+  }
+  Cluster c(t / "cluster", 2, "--slots 2");
+  c.deploy(data("cora-4"));
+  const fs::path log = t / "log.jsonl";
+  const std::string job = c.run_in_background(
+      cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --log " + log.string(), t / "job.out");
+  std::thread runner([&] { std::system(job.c_str()); });
+  if (!wait_for_epochs(log, 60, 60)) {
+    runner.join();
+    FAIL() << "training did not start:\n" << test::read_bytes(t / "job.out");
+  }
+  const auto failed_at = std::chrono::steady_clock::now();
+  fail(c);
+  // The job (mpirun) must end by itself within the limit.
+  runner.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - failed_at).count();
+  const std::string out = test::read_bytes(t / "job.out");
+  EXPECT_LT(took, limit) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(line))) << "expected a line matching '" << line << "' in:\n" << out;
+  EXPECT_EQ(epochs(read_log(log)).count(400), 0u) << "the job finished before the failure";
+  // Nothing lost: node1's checkpoints are intact; a fresh cluster resumes them and ends with the
+  // uninterrupted run's weights, bit for bit.
+  const int newest = expect_intact(c.disk("node1") / "ck/run-0/rank-0");
+  expect_intact(c.disk("node1") / "ck/run-0/rank-1");
+  EXPECT_GE(newest, 10);
+  c.up(2, "--slots 2");
+  const Result resumed = c.run(cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  int compared = 0;
+  EXPECT_EQ(weight_difference(t / "expected", c.disk("node1") / "ck/run-0/rank-0/epoch-400", &compared), 0.0);
+  EXPECT_GT(compared, 1);
+}
+
+TEST(Cluster, NodeLossEndsTheJobNamingRanksAndHostAndNothingIsLost) {
+  SKIP_WITHOUT_CLUSTER();
+  expect_failure_ends_job_and_resume_is_exact(
+      "", [](Cluster& c) { ASSERT_EQ(c.kill_node("node2").code, 0); }, 15.0,
+      "error: rank 0 of 4 on node1: lost rank 2 and rank 3 on node2");
+}
+
+TEST(Cluster, LinkLossEndsTheJobWithinTheTimeoutNamingThePeer) {
+  SKIP_WITHOUT_CLUSTER();
+  // HALO_COMM_TIMEOUT_S=4: the heartbeat timeout follows it (min(30, 4)).
+  expect_failure_ends_job_and_resume_is_exact(
+      "HALO_COMM_TIMEOUT_S=4", [](Cluster& c) { ASSERT_EQ(c.link("node2", "down").code, 0); }, 4.0 + 15.0,
+      "error: rank 0 of 4 on node1: lost rank 2 and rank 3 on node2: no heartbeat for 4 s|"
+      "error: rank [01] of 4: .*no answer from rank [23] \\(node2\\)");
+}
+
+TEST(Cluster, NodeOutOfMemoryEndsTheJobSayingSoAndTheCheckpointSurvives) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  const std::string args = " --layers 2 --hidden 32 --eval-every 1000 --threads 1 -q --checkpoint-every 5";
+  const std::string cmd = mpirun(4) + halo() + " train ";
+  // 10 epochs with checkpoints on nodes with memory enough, then a resume where node2's memory
+  // is too small for its parts.
+  Cluster c(t / "cluster", 2, "--slots 2");
+  c.deploy(data("g100k-4"));
+  const Result first = c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 10 --checkpoint " + c.data() + "/ck");
+  ASSERT_EQ(first.code, 0) << first.out;
+  c.up(2, "--slots 2 --mem-per-node-list -,24M");
+  const Result oom =
+      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  EXPECT_NE(oom.code, 0) << oom.out;
+  EXPECT_TRUE(std::regex_search(oom.out, std::regex("error: rank [23] of 4 on node2: out of memory: the kernel's OOM "
+                                                    "killer ended it at [0-9]+ MiB resident \\(the memory limit of "
+                                                    "its cgroup is 24 MiB\\)")))
+      << oom.out;
+  for (const char* rank : {"rank-2", "rank-3"}) EXPECT_EQ(expect_intact(c.disk("node2") / "ck/run-0" / rank), 10);
+  // With memory enough again the resume finishes as an uninterrupted 20-epoch run does.
+  c.up(2, "--slots 2");
+  const Result resumed =
+      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  const Result straight = c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --checkpoint " + c.data() + "/ck2");
+  ASSERT_EQ(straight.code, 0) << straight.out;
+  int compared = 0;
+  EXPECT_EQ(weight_difference(c.disk("node1") / "ck2/run-0/rank-0/epoch-20", c.disk("node1") / "ck/run-0/rank-0/epoch-20",
+                              &compared),
+            0.0);
+  EXPECT_GT(compared, 1);
+}
+
+}  // namespace
+}  // namespace halo
