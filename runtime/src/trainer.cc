@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <ostream>
 
 #include "halo/gnn/device.h"
@@ -151,9 +152,11 @@ json TrainSummary::to_json() const {
 
 namespace {
 
-// Names this machine: its kernel's boot id (shared by the containers on one host, whatever
-// their host names), else the host name.
-std::string node_name() {
+// The physical machine this process runs on: its kernel's boot id (shared by the containers and
+// network namespaces of one host, whatever their host names), else the host name. GPUs belong
+// to machines, so GPU placement counts ranks per machine; what users and launchers call a node
+// is its host name, which names ranks in every message (comm.cc, the supervisor).
+std::string machine_id() {
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string id;
   if (boot && std::getline(boot, id) && !id.empty()) return id;
@@ -221,7 +224,8 @@ void mean_std(const std::vector<double>& v, double* mean, double* sd) {
 // What one rank trains on: its owned rows (inner rows first) and the halo rows after them.
 struct RankData {
   std::string source;                    // the dataset or PARTS directory, for messages
-  std::string fingerprint;               // of that directory's meta.json
+  std::string dataset_fingerprint;       // of the dataset (a checkpoint's key)
+  std::string partition;                 // fingerprint of PARTS; empty for one process
   std::int64_t owned = 0, all = 0, inner = 0, global_nodes = 0;
   CsrView graph;                         // owned rows, columns over [owned | halo]
   const std::int32_t* degree = nullptr;  // [all] global degrees
@@ -246,39 +250,146 @@ void take_labels(RankData& r, const Source& d) {
   r.splits = &d.splits;
 }
 
-// What checkpoints must match to be resumed: every option that changes the trajectory. The
-// epoch count is not one of them: resuming a finished run with more epochs trains it further.
-json trajectory_key(const TrainOptions& o, const std::string& data_fingerprint, int ranks) {
+// What a checkpoint must match to be resumed: every option that changes the trajectory, and the
+// dataset. Not the partition nor the rank count: weights and Adam state are replicated on every
+// rank and dropout masks are keyed by global node id, so K ranks train one process's model up
+// to float summation order and a checkpoint continues on any number of ranks. Not the device
+// (CPU and CUDA differ by rounding only), nor the epoch count (resuming a finished run with more
+// epochs trains it further). The communication savers are recorded apart: see exchange_note.
+json trajectory_key(const TrainOptions& o, const std::string& dataset_fingerprint) {
   const ModelConfig& m = o.model;
-  json key = {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
-              {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
-              {"lr", o.lr},             {"weight_decay", o.weight_decay},
-              {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
-              {"split", o.split},       {"dataset", data_fingerprint}};
-  if (ranks > 1) {
-    key["ranks"] = ranks;
-    key["halo_dtype"] = o.halo_dtype;
-    key["halo_staleness"] = o.halo_staleness;
-  }
-  return key;
+  return {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
+          {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
+          {"lr", o.lr},             {"weight_decay", o.weight_decay},
+          {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
+          {"split", o.split},       {"seed", o.seed},            {"matmul_precision", o.matmul_precision},
+          {"dataset", dataset_fingerprint}};
+}
+
+// How a trajectory's halo rows travelled: the partition (empty for one process) and the savers
+// in effect (one process exchanges nothing, so it has none).
+json exchange_record(const TrainOptions& o, const std::string& partition, int ranks) {
+  const bool exchanges = ranks > 1;
+  return {{"ranks", ranks},
+          {"partition", partition},
+          {"halo_dtype", exchanges ? o.halo_dtype : std::string("f32")},
+          {"halo_staleness", exchanges ? o.halo_staleness : 0}};
+}
+
+// What to tell the user when a checkpoint resumes with another exchange than it was written
+// with; empty when nothing changes. Exact rows before and after: nothing to say, any partition
+// computes one process's trajectory. With bf16 or stale rows the trajectory depends on which
+// rows are halo rows, i.e. on the partition. We allow that with a note rather than refuse: the
+// state is the same kind of object whatever the exchange (replicated weights and Adam moments,
+// which the savers only perturb), and the case this is for, a lost machine and a resume on fewer
+// ranks, would otherwise lose the whole training.
+std::string exchange_note(const json& saved, const json& now) {
+  const auto exact = [](const json& x) { return x.at("halo_dtype") == "f32" && x.at("halo_staleness") == 0; };
+  if (saved == now || (exact(saved) && exact(now))) return "";
+  const auto describe = [&](const json& x) {
+    const int k = x.at("ranks").get<int>();
+    std::string s = k == 1 ? "1 process" : std::to_string(k) + " ranks";
+    if (const std::string p = x.at("partition"); !p.empty()) s += " (partition " + p + ")";
+    if (!exact(x))
+      s += " with --halo-dtype " + x.at("halo_dtype").get<std::string>() + " --halo-staleness " +
+           std::to_string(x.at("halo_staleness").get<int>());
+    return s;
+  };
+  return "note: the checkpoint was written by " + describe(saved) + " and resumes on " + describe(now) +
+         ": with bf16 or stale halo rows the trajectory depends on the partition, so this run continues near "
+         "the uninterrupted one, not on it";
 }
 
 struct RunState {
   int epoch = 0;  // last completed epoch
   std::int64_t adam_step = 0;
   RunResult result;
-  std::vector<std::int32_t> best_classes;  // multiclass predictions at the best epoch (owned rows)
-  std::vector<float> best_scores;          // multilabel scores at the best epoch (owned rows)
+  // The model at the best validation epoch (model_values); empty before the first evaluation.
+  // The predictions come from it at the end, so no state names one partition's rows.
+  std::vector<float> best;
 };
 
-// Checkpoints: CKPT/run-R/rank-r/epoch-E, each written atomically by its rank. A rank removes
-// its older epochs only after a barrier proves every rank has committed E, so whatever instant
-// a job dies at, one epoch is complete on every rank (the newest such is resumed).
-fs::path rank_dir(const fs::path& ckpt, int run, int rank) {
-  return ckpt / ("run-" + std::to_string(run)) / ("rank-" + std::to_string(rank));
+// The counters and results of a run, as checkpoints and the resume broadcast carry them.
+json run_scalars(const RunState& st) {
+  return {{"epoch", st.epoch},
+          {"adam_step", st.adam_step},
+          {"seed", st.result.seed},
+          {"best_epoch", st.result.best_epoch},
+          {"best_valid", st.result.best_valid},
+          {"test_at_best", st.result.test_at_best},
+          {"train_at_best", st.result.train_at_best},
+          {"final_loss", st.result.final_loss},
+          {"epoch_seconds", st.result.epoch_seconds},
+          {"has_best", !st.best.empty()}};
 }
 
-void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key) {
+// The inverse of run_scalars (has_best aside: the best model travels as floats).
+void take_run_scalars(const json& j, RunState& st) {
+  st.epoch = j.at("epoch").get<int>();
+  st.adam_step = j.at("adam_step").get<std::int64_t>();
+  st.result.seed = j.at("seed").get<std::uint64_t>();
+  st.result.best_epoch = j.at("best_epoch").get<int>();
+  st.result.best_valid = j.at("best_valid").get<double>();
+  st.result.test_at_best = j.at("test_at_best").get<double>();
+  st.result.train_at_best = j.at("train_at_best").get<double>();
+  st.result.final_loss = j.at("final_loss").get<double>();
+  st.result.epoch_seconds = j.at("epoch_seconds").get<std::vector<double>>();
+}
+
+// What evaluation reads of a model: every parameter's value, then every buffer (batch-norm
+// running statistics), on the host, in params() and buffers() order.
+std::vector<float> model_values(Model& model) {
+  std::vector<float> out;
+  for (Param* p : model.params()) {
+    const std::vector<float> h = p->value.to_host();
+    out.insert(out.end(), h.begin(), h.end());
+  }
+  for (auto& [name, buf] : model.buffers()) out.insert(out.end(), buf->begin(), buf->end());
+  return out;
+}
+
+// The number of floats model_values returns.
+std::size_t model_values_size(Model& model) {
+  std::size_t n = 0;
+  for (Param* p : model.params()) n += std::size_t(p->value.size());
+  for (auto& [name, buf] : model.buffers()) n += buf->size();
+  return n;
+}
+
+// The inverse of model_values; v.size() == model_values_size(model).
+void set_model_values(Model& model, const std::vector<float>& v) {
+  auto at = v.begin();
+  for (Param* p : model.params()) {
+    p->value.assign(std::vector<float>(at, at + p->value.size()));
+    at += p->value.size();
+  }
+  for (auto& [name, buf] : model.buffers()) {
+    std::copy_n(at, buf->size(), buf->begin());
+    at += std::ptrdiff_t(buf->size());
+  }
+}
+
+// Checkpoints: CKPT/run-R/rank-r/epoch-E, written atomically by rank r. Every copy holds the
+// whole replicated state of the run (nothing of rank r's rows), so one copy of an epoch resumes
+// it on any number of ranks. A rank removes its older epochs only after a barrier proves every
+// rank has committed E, so whatever instant a job dies at, every rank folder left holds a
+// complete epoch, and a resume takes the newest epoch any rank folder holds.
+constexpr const char* kCheckpointFormat = "halo-checkpoint";
+constexpr int kCheckpointVersion = 2;  // version 1 kept the best epoch's predictions of rank r's rows
+
+// CKPT/run-R, and its rank folders run/rank-r.
+fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::to_string(run)); }
+fs::path rank_dir(const fs::path& run, int rank) { return run / ("rank-" + std::to_string(rank)); }
+
+// The rank of a "rank-r" folder name, or -1.
+int rank_of_folder(const std::string& name) {
+  if (name.rfind("rank-", 0) != 0 || name.size() == 5 || name.size() > 14) return -1;
+  if (name.find_first_not_of("0123456789", 5) != std::string::npos) return -1;
+  return int(std::stol(name.substr(5)));
+}
+
+// Writes the run's state (live model, Adam moments, best model, counters) to dir, atomically.
+void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key, const json& exchange) {
   StagingDir stage(dir, /*overwrite=*/true);
   ArrayDir a(stage.path());
   for (Param* p : model.params()) {
@@ -287,35 +398,71 @@ void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, cons
     a.put(p->name + ".v", p->v.to_host());
   }
   for (auto& [name, buf] : model.buffers()) a.put(name, *buf);
-  if (!st.best_classes.empty()) a.put("best_classes", st.best_classes);
-  if (!st.best_scores.empty()) a.put("best_scores", st.best_scores);
-  json meta = {{"key", key},
-               {"epoch", st.epoch},
-               {"adam_step", st.adam_step},
-               {"seed", st.result.seed},
-               {"best_epoch", st.result.best_epoch},
-               {"best_valid", st.result.best_valid},
-               {"test_at_best", st.result.test_at_best},
-               {"train_at_best", st.result.train_at_best},
-               {"final_loss", st.result.final_loss},
-               {"epoch_seconds", st.result.epoch_seconds}};
-  a.write_meta(std::move(meta), "halo-checkpoint", 1);
+  if (!st.best.empty()) {  // the best epoch's model, under the live model's names prefixed "best."
+    const float* at = st.best.data();
+    for (Param* p : model.params()) {
+      a.put("best." + p->name + ".value", at, std::uint64_t(p->value.size()));
+      at += p->value.size();
+    }
+    for (auto& [name, buf] : model.buffers()) {
+      a.put("best." + name, at, buf->size());
+      at += buf->size();
+    }
+  }
+  json meta = run_scalars(st);
+  meta["key"] = key;
+  meta["exchange"] = exchange;
+  a.write_meta(std::move(meta), kCheckpointFormat, kCheckpointVersion);
   stage.commit();
 }
 
-void load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json& key) {
-  const json meta = read_meta(dir, "halo-checkpoint", 1);
-  if (meta.at("key") != key)
-    throw ParamError(dir.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
-                     "); resume with the same options or start a new checkpoint directory");
+// A checkpoint's meta.json, refusing another format version or another trajectory in one line
+// that says what differs.
+json checkpoint_meta(const fs::path& dir, const json& key) {
+  {  // read_meta's version message would not say what to do
+    std::ifstream f(dir / "meta.json");
+    const json raw = json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (raw.is_object() && raw.value("format", "") == kCheckpointFormat &&
+        raw.value("version", 0) != kCheckpointVersion)
+      throw InputError(dir.string() + ": checkpoint format version " + raw.value("version", json(0)).dump() +
+                       ", this halo resumes version " + std::to_string(kCheckpointVersion) +
+                       " only (version 1 kept per-partition predictions): finish that run with the halo that "
+                       "wrote it, or start a new checkpoint directory");
+  }
+  json meta = read_meta(dir, kCheckpointFormat, kCheckpointVersion);
+  const json& saved = meta.at("key");
+  if (saved == key) return meta;
+  // Floats as a user types them (--lr 0.05, not 0.05000000074505806) unless that hides the difference.
+  const auto text = [](const json& v, const json& other) {
+    if (!v.is_number_float() || !other.is_number_float()) return v.dump();
+    char a[32], b[32];
+    std::snprintf(a, sizeof a, "%g", v.get<double>());
+    std::snprintf(b, sizeof b, "%g", other.get<double>());
+    return std::strcmp(a, b) != 0 ? std::string(a) : v.dump();
+  };
+  std::string diff;
+  for (const auto& [name, now] : key.items()) {
+    const json was = saved.contains(name) ? saved.at(name) : json("none");
+    if (was != now)
+      diff += (diff.empty() ? "" : ", ") + name + " " + text(now, was) + " here, " + text(was, now) + " there";
+  }
+  if (diff.empty()) diff = saved.dump();
+  const bool other_data = !saved.contains("dataset") || saved.at("dataset") != key.at("dataset");
+  throw ParamError(dir.string() + ": checkpoint of " + (other_data ? "another dataset" : "other options") + " (" +
+                   diff + "); resume with the same dataset and options, or start a new checkpoint directory");
+}
+
+// Loads the checkpoint in dir into model and st; returns how its trajectory's halo rows travelled.
+json load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json& key) {
+  const json meta = checkpoint_meta(dir, key);
   ReadOptions ro;
-  auto restore = [&](const std::string& name, std::vector<float>& dst) {
-    const Array<float> a = map_listed<float>(dir, meta, name, ro, dst.size(), 1);
-    std::copy(a.begin(), a.end(), dst.begin());
+  auto restore = [&](const std::string& name, float* dst, std::size_t n) {
+    const Array<float> a = map_listed<float>(dir, meta, name, ro, n, 1);
+    std::copy(a.begin(), a.end(), dst);
   };
   auto restore_matrix = [&](const std::string& name, Matrix& m) {
     std::vector<float> v(std::size_t(m.size()));
-    restore(name, v);
+    restore(name, v.data(), v.size());
     m.assign(v);
   };
   for (Param* p : model.params()) {
@@ -323,41 +470,132 @@ void load_checkpoint(const fs::path& dir, Model& model, RunState& st, const json
     restore_matrix(p->name + ".m", p->m);
     restore_matrix(p->name + ".v", p->v);
   }
-  for (auto& [name, buf] : model.buffers()) restore(name, *buf);
-  st.epoch = meta.at("epoch").get<int>();
-  st.adam_step = meta.at("adam_step").get<std::int64_t>();
-  st.result.seed = meta.at("seed").get<std::uint64_t>();
-  st.result.best_epoch = meta.at("best_epoch").get<int>();
-  st.result.best_valid = meta.at("best_valid").get<double>();
-  st.result.test_at_best = meta.at("test_at_best").get<double>();
-  st.result.train_at_best = meta.at("train_at_best").get<double>();
-  st.result.final_loss = meta.at("final_loss").get<double>();
-  st.result.epoch_seconds = meta.at("epoch_seconds").get<std::vector<double>>();
-  const Array<std::int32_t> bc = map_listed<std::int32_t>(dir, meta, "best_classes", ro, kAnyShape, 1, false);
-  st.best_classes.assign(bc.begin(), bc.end());
-  const Array<float> bs = map_listed<float>(dir, meta, "best_scores", ro, kAnyShape, 1, false);
-  st.best_scores.assign(bs.begin(), bs.end());
+  for (auto& [name, buf] : model.buffers()) restore(name, buf->data(), buf->size());
+  take_run_scalars(meta, st);
+  st.best.clear();
+  if (meta.at("has_best").get<bool>()) {
+    st.best.resize(model_values_size(model));
+    float* at = st.best.data();
+    for (Param* p : model.params()) {
+      restore("best." + p->name + ".value", at, std::size_t(p->value.size()));
+      at += p->value.size();
+    }
+    for (auto& [name, buf] : model.buffers()) {
+      restore("best." + name, at, buf->size());
+      at += buf->size();
+    }
+  }
+  return meta.at("exchange");
 }
 
-// Resumes from the newest epoch every rank has committed; false when there is none.
-bool resume_run(Communicator& comm, const fs::path& dir, Model& model, RunState& st, const json& key) {
-  const std::vector<int> mine = committed_epochs(dir);
-  std::int64_t e = mine.empty() ? 0 : mine.back();
-  comm.allreduce(&e, 1, ReduceOp::kMin);
-  if (e == 0) return false;
-  std::int64_t have = std::find(mine.begin(), mine.end(), int(e)) != mine.end();
-  comm.allreduce(&have, 1, ReduceOp::kMin);
-  if (!have)
-    throw InputError(dir.parent_path().string() + ": the ranks' checkpoints have no epoch in common "
-                     "(files removed by hand?); start a new checkpoint directory");
-  load_checkpoint(epoch_dir(dir, int(e)), model, st, key);
-  return true;
+// Rank root's run state (parameters, Adam moments, buffers, the best epoch's model, counters,
+// results and `exchange`) to every rank, bit for bit. Collective.
+void broadcast_state(Communicator& comm, int root, Model& model, RunState& st, json& exchange) {
+  if (comm.size() == 1) return;
+  const bool me = comm.rank() == root;
+  std::string text;  // the scalars as JSON: its length travels first
+  if (me) {
+    json s = run_scalars(st);
+    s["exchange"] = exchange;
+    text = s.dump();
+  }
+  std::int64_t len = std::int64_t(text.size());
+  comm.broadcast(&len, sizeof len, root);
+  text.resize(std::size_t(len));
+  comm.broadcast(text.data(), text.size(), root);
+  const json s = json::parse(text);
+  if (!me) {
+    take_run_scalars(s, st);
+    exchange = s.at("exchange");
+  }
+  // The floats: every rank knows their count from its model (the same configuration everywhere).
+  std::vector<float> buf;
+  for (Param* p : model.params())
+    for (Matrix* m : {&p->value, &p->m, &p->v}) {
+      if (me) {
+        const std::vector<float> h = m->to_host();
+        buf.insert(buf.end(), h.begin(), h.end());
+      } else {
+        buf.resize(buf.size() + std::size_t(m->size()));
+      }
+    }
+  for (auto& [name, b] : model.buffers()) {
+    if (me) buf.insert(buf.end(), b->begin(), b->end());
+    else buf.resize(buf.size() + b->size());
+  }
+  const std::size_t live = buf.size();
+  if (me) buf.insert(buf.end(), st.best.begin(), st.best.end());
+  else if (s.at("has_best").get<bool>()) buf.resize(live + model_values_size(model));
+  comm.broadcast(buf.data(), buf.size() * sizeof(float), root);
+  if (me) return;
+  auto at = buf.begin();
+  for (Param* p : model.params())
+    for (Matrix* m : {&p->value, &p->m, &p->v}) {
+      m->assign(std::vector<float>(at, at + m->size()));
+      at += m->size();
+    }
+  for (auto& [name, b] : model.buffers()) {
+    std::copy_n(at, b->size(), b->begin());
+    at += std::ptrdiff_t(b->size());
+  }
+  st.best.assign(at, buf.end());
 }
 
-void commit_checkpoint(Communicator& comm, const fs::path& dir, Model& model, const RunState& st, const json& key) {
-  save_checkpoint(epoch_dir(dir, st.epoch), model, st, key);
+// Resumes a run from the newest epoch that some rank sees a committed copy of in any rank
+// folder of `run` (on a cluster each machine sees its own ranks' folders; a lost machine's are
+// gone): the lowest such rank loads it and broadcasts it. Returns how the checkpoint's halo rows
+// travelled, or null when no rank sees a checkpoint (the run starts fresh). Collective.
+json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st, const json& key) {
+  const int rank = comm.rank();
+  int newest = 0;
+  fs::path copy;
+  int copy_rank = -1;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(run, ec)) {
+    const int r = rank_of_folder(e.path().filename().string());
+    if (r < 0) continue;
+    const std::vector<int> epochs = committed_epochs(e.path());
+    if (epochs.empty() || epochs.back() < newest) continue;
+    // Copies of one epoch hold the same state; prefer this rank's own, then the lowest rank's.
+    if (epochs.back() == newest && (copy_rank == rank || (r != rank && r > copy_rank))) continue;
+    newest = epochs.back();
+    copy = epoch_dir(e.path(), newest);
+    copy_rank = r;
+  }
+  std::int64_t e = newest;
+  comm.allreduce(&e, 1, ReduceOp::kMax);
+  if (e == 0) return json();
+  std::int64_t holder = newest == e ? rank : comm.size();
+  comm.allreduce(&holder, 1, ReduceOp::kMin);
+  json exchange;
+  if (rank == holder) exchange = load_checkpoint(copy, model, st, key);
+  broadcast_state(comm, int(holder), model, st, exchange);
+  return exchange;
+}
+
+// Writes this rank's copy of epoch st.epoch, then, once every rank has, removes older epochs.
+// Collective.
+void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, const RunState& st, const json& key,
+                       const json& exchange) {
+  const fs::path mine = rank_dir(run, comm.rank());
+  save_checkpoint(epoch_dir(mine, st.epoch), model, st, key, exchange);
   comm.barrier();  // every rank has epoch st.epoch now: older ones may go
-  remove_epochs_before(dir, st.epoch);
+  remove_epochs_before(mine, st.epoch);
+  // Folders of ranks this job does not have (a larger job's, before a resume on fewer ranks)
+  // hold superseded epochs now. Ranks that share a file system race to remove them: errors are
+  // someone else's success.
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& f : fs::directory_iterator(run, ec))
+    if (rank_of_folder(f.path().filename().string()) >= comm.size()) stale.push_back(f.path());
+  for (const fs::path& f : stale) {
+    try {
+      for (int old : committed_epochs(f))
+        if (old < st.epoch) fs::remove_all(epoch_dir(f, old), ec);
+      fs::remove(f, ec);  // only if empty
+    } catch (const fs::filesystem_error&) {
+    }
+  }
 }
 
 [[noreturn]] void inject_fault(const TrainOptions::Fault& f) {
@@ -421,11 +659,11 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (gpu && ranks > 1) {
     const CudaDevices devs = cuda_devices();
     if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
-    // This rank's place among the ranks on its machine (from node names, whatever the
-    // launcher), then whether two ranks drive one physical GPU (NCCL does not support it: it
-    // may hang), from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is read
-    // right.
-    const std::vector<std::string> hosts = every_rank(comm, node_name());
+    // This rank's place among the ranks on its machine (from machine ids, whatever the launcher
+    // or the host names), then whether two ranks drive one physical GPU (NCCL does not support
+    // it: it may hang), from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is
+    // read right.
+    const std::vector<std::string> hosts = every_rank(comm, machine_id());
     int local = 0;
     for (int r = 0; r < rank; ++r) local += hosts[std::size_t(r)] == hosts[std::size_t(rank)];
     use_device(local % devs.count);
@@ -492,13 +730,24 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     log.open(opt.log, opt.resume ? std::ios::app : std::ios::trunc);
     if (!log) throw_system(opt.log, "cannot open log");
   }
-  const json key = trajectory_key(opt, d.fingerprint, ranks);
+  const json key = trajectory_key(opt, d.dataset_fingerprint);
+  const json exchange = exchange_record(opt, d.partition, ranks);
 
   TrainSummary summary;
   summary.metric = multilabel ? "rocauc" : "acc";
   summary.ranks = ranks;
   Matrix dlogits(n, opt.model.out, 0.f, dev);
   Matrix eval_host;  // evaluation outputs copied to the host (GPU runs)
+  // The outputs of an evaluation pass (no dropout, running statistics), on the host.
+  auto evaluate = [&](Model& model, std::uint64_t seed, int epoch) -> MatrixView {
+    MatrixView eval = model.forward(be, ctx, x, false, seed, epoch);
+    if (gpu) {
+      eval_host.resize(eval.rows, eval.cols);
+      copy_floats(Device::kCpu, eval_host.data(), dev, eval.data, eval.size());
+      eval = eval_host.view();
+    }
+    return eval;
+  };
   const std::int32_t* loss_labels = gpu ? labels_dev.data() : labels;
   const NodeId* loss_rows = gpu ? train_dev.data() : split->train.data();
   // Metrics of the current outputs on the three split row sets, over all ranks.
@@ -547,18 +796,24 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
 
   std::vector<RunState> states;
   std::vector<double> bytes_hist, wait_hist, allreduce_hist, compute_hist;
+  std::optional<Model> last;  // the last run's model, for the predictions at the end
   for (int run = 0; run < opt.runs; ++run) {
     RunState st;
     st.result.seed = opt.seed + std::uint64_t(run);
-    Model model(opt.model, st.result.seed, dev);
+    Model& model = last.emplace(opt.model, st.result.seed, dev);  // the previous run's goes first
     for (Param* p : model.params())
       p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
     grad_size = 0;
     for (Param* p : model.params()) grad_size += p->grad.size();
     grads.resize(1, grad_size);
-    const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : rank_dir(opt.checkpoint, run, rank);
-    if (opt.resume && resume_run(comm, ckdir, model, st, key) && lead && !opt.quiet)
-      out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
+    const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : run_dir(opt.checkpoint, run);
+    if (opt.resume) {
+      const json saved = resume_run(comm, ckdir, model, st, key);
+      if (!saved.is_null() && lead) {
+        if (!opt.quiet) out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
+        if (const std::string note = exchange_note(saved, exchange); !note.empty()) out << note << "\n";
+      }
+    }
     if (exch) exch->drain();
     for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch) {
       if (rank == opt.fault.rank && epoch == opt.fault.epoch) inject_fault(opt.fault);
@@ -611,12 +866,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       json rec = {{"type", "epoch"}, {"run", run}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}};
       if (epoch % opt.eval_every == 0 || epoch == opt.epochs) {
         const double before = exch ? double(exch->stats().bytes_sent) : 0;
-        MatrixView eval = model.forward(be, ctx, x, false, st.result.seed, epoch);
-        if (gpu) {
-          eval_host.resize(eval.rows, eval.cols);
-          copy_floats(Device::kCpu, eval_host.data(), dev, eval.data, eval.size());
-          eval = eval_host.view();
-        }
+        const MatrixView eval = evaluate(model, st.result.seed, epoch);
         if (exch) fig.eval_bytes = double(exch->stats().bytes_sent) - before;
         const auto [tr, va, te] = metrics(eval);
         rec["train"] = tr;
@@ -627,14 +877,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
           st.result.test_at_best = te;
           st.result.train_at_best = tr;
           st.result.best_epoch = epoch;
-          if (!opt.predictions_out.empty()) {
-            if (multilabel) {
-              st.best_scores.assign(eval.data, eval.data + eval.size());
-            } else {
-              const auto am = argmax_rows(eval);
-              st.best_classes.assign(am.begin(), am.end());
-            }
-          }
+          st.best = model_values(model);
         }
         if (lead && !opt.quiet) {
           char line[200];
@@ -669,7 +912,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       }
       if (log) log << rec.dump() << "\n";
       if (!ckdir.empty() && (epoch % opt.checkpoint_every == 0 || epoch == opt.epochs))
-        commit_checkpoint(comm, ckdir, model, st, key);
+        commit_checkpoint(comm, ckdir, model, st, key, exchange);
     }
     if (exch) exch->drain();
     if (lead && !opt.quiet) {
@@ -711,14 +954,26 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     const auto best = std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {
       return a.result.best_valid < b.result.best_valid;
     });
+    if (best->best.empty())  // the same on every rank: the state is replicated
+      throw ParamError("--predictions-out: run " + std::to_string(best - states.begin()) +
+                       " was never evaluated (resumed at or after --epochs from a checkpoint written before its "
+                       "first evaluation)");
+    // The best epoch's model into the last run's (same shapes; the seed only drew the initial
+    // weights), then one evaluation pass: the outputs that epoch's evaluation saw.
+    set_model_values(*last, best->best);
+    const MatrixView eval = evaluate(*last, best->result.seed, best->result.best_epoch);
+    std::vector<std::int32_t> classes;
+    if (!multilabel) {
+      const auto am = argmax_rows(eval);
+      classes.assign(am.begin(), am.end());
+    }
     // Every rank sends (global id, row) for its owned rows; rank 0 places them.
     const std::size_t t = multilabel ? std::size_t(d.label_cols) : 1;
     std::vector<NodeId> ids(static_cast<std::size_t>(n));
     for (std::int64_t v = 0; v < n; ++v) ids[std::size_t(v)] = d.global_ids ? d.global_ids[v] : NodeId(v);
     const std::vector<char> gid = comm.gather(ids.data(), ids.size() * sizeof(NodeId), 0, nullptr);
-    const std::vector<char> val = multilabel
-                                      ? comm.gather(best->best_scores.data(), best->best_scores.size() * 4, 0, nullptr)
-                                      : comm.gather(best->best_classes.data(), best->best_classes.size() * 4, 0, nullptr);
+    const std::vector<char> val = multilabel ? comm.gather(eval.data, std::size_t(eval.size()) * 4, 0, nullptr)
+                                             : comm.gather(classes.data(), classes.size() * 4, 0, nullptr);
     if (lead) {
       const auto* g = reinterpret_cast<const NodeId*>(gid.data());
       const std::size_t total = gid.size() / sizeof(NodeId);
@@ -749,7 +1004,7 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
   const GraphDataset d = read_graph_dataset(dataset);
   RankData r;
   r.source = dataset.string();
-  r.fingerprint = read_dataset_meta(dataset).value("fingerprint", "");
+  r.dataset_fingerprint = read_dataset_meta(dataset).value("fingerprint", "");
   r.owned = r.all = r.inner = r.global_nodes = d.num_nodes();
   r.graph = d.graph.view();
   std::vector<std::int32_t> degree(static_cast<std::size_t>(r.owned));
@@ -774,7 +1029,10 @@ TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainO
   const Array<NodeId> original = comm.rank() == 0 ? read_original_ids(parts) : Array<NodeId>();
   RankData r;
   r.source = (parts / ("part-" + std::to_string(p.rank))).string();
-  r.fingerprint = meta.value("fingerprint", "");
+  // A parts folder written without its dataset's fingerprint resumes checkpoints of itself only.
+  r.dataset_fingerprint = meta.value("dataset_fingerprint", "");
+  if (r.dataset_fingerprint.empty()) r.dataset_fingerprint = "parts " + meta.value("fingerprint", "");
+  r.partition = meta.value("fingerprint", "");
   r.owned = p.num_owned;
   r.all = p.num_owned + p.num_halo;
   r.inner = p.num_inner;

@@ -1,10 +1,12 @@
 // Distributed training, end to end through mpirun (oversubscribed: 4 ranks run on 2 cores):
 // K ranks reproduce one process (losses, metrics, weights), the halo bytes each rank sends
-// equal the plan's prediction, checkpoints resume bit-identically across ranks, predictions come
-// back in input order, and a failing rank ends the whole job quickly.
+// equal the plan's prediction, checkpoints resume bit-identically across ranks and continue the
+// trajectory on another number of ranks, predictions come back in input order, and a failing
+// rank ends the whole job quickly.
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -50,7 +52,7 @@ std::string mpirun(int np) {
   return test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " --oversubscribe --bind-to none -np " + std::to_string(np) + " ";
 }
 
-// Datasets shared by every test: Cora and a generated SBM, each with 2- and 4-part splits.
+// Datasets shared by every test: Cora in 2, 3 and 4 parts, and a generated SBM in 4.
 class Data : public ::testing::Environment {
  public:
   static fs::path dir() { return fs::temp_directory_path() / ("halo-dist-" + std::to_string(getpid())); }
@@ -65,6 +67,7 @@ class Data : public ::testing::Environment {
     const std::vector<std::string> steps = {
         halo() + " convert " + test::bundled("cora").string() + " -o " + d + "/cora",
         halo() + " partition " + d + "/cora -k 2 -o " + d + "/cora-2",
+        halo() + " partition " + d + "/cora -k 3 -o " + d + "/cora-3",
         halo() + " partition " + d + "/cora -k 4 -o " + d + "/cora-4",
         halo() + " generate --nodes 3000 --avg-degree 8 --features 24 --classes 6 --seed 3 -o " + d + "/sbm",
         halo() + " partition " + d + "/sbm -k 4 --method random -o " + d + "/sbm-4",
@@ -133,10 +136,10 @@ void expect_equivalent(const std::string& dataset, const std::string& parts, int
   // Final weights: rank 0's checkpoint against the single process's; every rank holds the same.
   const int last = ea.rbegin()->first;
   const fs::path a = t / "ck1/run-0/rank-0" / ("epoch-" + std::to_string(last));
-  const json ma = read_meta(a, "halo-checkpoint", 1);
+  const json ma = read_meta(a, "halo-checkpoint", 2);
   for (int r = 0; r < k; ++r) {
     const fs::path b = t / "ckk/run-0" / ("rank-" + std::to_string(r)) / ("epoch-" + std::to_string(last));
-    const json mb = read_meta(b, "halo-checkpoint", 1);
+    const json mb = read_meta(b, "halo-checkpoint", 2);
     int compared = 0;
     for (const auto& [name, entry] : ma.at("arrays").items()) {
       if (name.size() < 6 || name.substr(name.size() - 6) != ".value") continue;
@@ -284,24 +287,33 @@ TEST(Distributed, ResumeAcrossRanksIsBitIdentical) {
   ASSERT_EQ(res.code, 0) << res.out;
   for (int r = 0; r < 2; ++r) {
     const std::string rd = "run-0/rank-" + std::to_string(r) + "/epoch-20";
-    const json a = read_meta(t / "a" / rd, "halo-checkpoint", 1), b = read_meta(t / "b" / rd, "halo-checkpoint", 1);
+    const json a = read_meta(t / "a" / rd, "halo-checkpoint", 2), b = read_meta(t / "b" / rd, "halo-checkpoint", 2);
     EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "rank " << r << ": weights or optimiser state differ";
   }
   const auto ea = epochs(read_log(t / "a.jsonl")), eb = epochs(read_log(t / "b.jsonl"));
   for (int e = 1; e <= 20; ++e) EXPECT_EQ(ea.at(e)["loss"], eb.at(e)["loss"]) << "epoch " << e;
 }
 
-TEST(Distributed, ResumeUsesTheNewestEpochEveryRankHas) {
+// A job that died while committing epoch 8: rank 0 has it, rank 1 only epoch 6 (removal waits
+// for every rank). Every rank's copy is the whole state, so the newest epoch any rank holds is
+// resumed, and the run ends with an uninterrupted run's weights and optimiser state, bit for bit.
+TEST(Distributed, ResumeUsesTheNewestEpochAnyRankHas) {
   TempDir t;
   const std::string base = mpirun(2) + halo() + " train " + data("cora-2").string() +
-                           " --hidden 16 --threads 1 --eval-every 100 --checkpoint-every 2 --checkpoint " + (t / "c").string();
-  ASSERT_EQ(shell(base + " --epochs 6", t / "o").code, 0);
-  // A job that died while committing epoch 8: rank 0 has it, rank 1 does not (and both still
-  // have 6, since removal waits for every rank).
-  fs::copy(t / "c/run-0/rank-0/epoch-6", t / "c/run-0/rank-0/epoch-8", fs::copy_options::recursive);
-  const Result r = shell(base + " --epochs 7 --resume", t / "o");
+                           " --hidden 16 --threads 1 --eval-every 100 --checkpoint-every 2 --checkpoint ";
+  ASSERT_EQ(shell(base + (t / "whole").string() + " --epochs 10", t / "o").code, 0);
+  ASSERT_EQ(shell(base + (t / "eight").string() + " --epochs 8", t / "o").code, 0);
+  ASSERT_EQ(shell(base + (t / "died").string() + " --epochs 6", t / "o").code, 0);
+  fs::copy(t / "eight/run-0/rank-0/epoch-8", t / "died/run-0/rank-0/epoch-8", fs::copy_options::recursive);
+  const Result r = shell(base + (t / "died").string() + " --epochs 10 --resume", t / "o");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("resumed after epoch 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("resumed after epoch 8"), std::string::npos) << r.out;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string e10 = "run-0/rank-" + std::to_string(rank) + "/epoch-10";
+    const json a = read_meta(t / "whole" / e10, "halo-checkpoint", 2), b = read_meta(t / "died" / e10, "halo-checkpoint", 2);
+    EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "rank " << rank << ": weights or optimiser state differ";
+    EXPECT_EQ(a["epoch"], b["epoch"]);
+  }
 }
 
 // The int64 payload of a version-1 .npy file (halo writes these).
@@ -326,6 +338,196 @@ TEST(Distributed, PredictionsComeBackInInputOrder) {
   std::size_t same = 0;
   for (std::size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
   EXPECT_GE(double(same), 0.999 * double(a.size())) << "only " << same << " of " << a.size() << " rows agree";
+}
+
+// Checkpoints belong to the dataset: a run interrupted at epoch 20 of 40 resumes on another
+// number of ranks (or one process) and continues the uninterrupted run's trajectory. The options
+// have batch norm and their best validation epoch before 20, so the resumed run's predictions
+// come from the checkpoint's best model and its buffers.
+const std::string kResumeOptions = " --preset ogbn-arxiv-gcn --hidden 32 --lr 0.05 --checkpoint-every 5 --threads 1";
+
+// The uninterrupted run the resume tests compare with: 3 ranks on cora-3, 40 epochs; its log
+// (u.jsonl), predictions (u.npy) and checkpoints (ck/), computed once per test process.
+const fs::path& uninterrupted_three_ranks() {
+  static const fs::path dir = [] {
+    const fs::path d = data("uninterrupted-3");
+    fs::create_directories(d);
+    const Result r = shell(mpirun(3) + halo() + " train " + data("cora-3").string() + kResumeOptions +
+                               " -q --epochs 40 --checkpoint " + (d / "ck").string() + " --log " +
+                               (d / "u.jsonl").string() + " --predictions-out " + (d / "u.npy").string(),
+                           d / "out");
+    EXPECT_EQ(r.code, 0) << r.out;
+    return d;
+  }();
+  return dir;
+}
+
+// Every epoch of the resumed log within 1e-4 of the uninterrupted one's (loss and metrics), and
+// the final summaries too.
+void expect_same_trajectory(const fs::path& straight, const fs::path& resumed) {
+  const auto la = read_log(straight), lb = read_log(resumed);
+  const auto ea = epochs(la), eb = epochs(lb);
+  ASSERT_EQ(ea.size(), 40u);
+  ASSERT_EQ(eb.size(), 40u);
+  for (const auto& [e, ra] : ea) {
+    const json& rb = eb.at(e);
+    EXPECT_LT(rel(ra["loss"], rb["loss"]), 1e-4) << "epoch " << e << " loss " << ra["loss"] << " vs " << rb["loss"];
+    for (const char* m : {"train", "valid", "test"}) EXPECT_LT(rel(ra[m], rb[m]), 1e-4) << "epoch " << e << " " << m;
+  }
+  ASSERT_EQ(la.back()["type"], "summary");
+  ASSERT_EQ(lb.back()["type"], "summary");
+  for (const char* m : {"valid_mean", "test_mean"}) EXPECT_LT(rel(la.back()[m], lb.back()[m]), 1e-4) << m;
+}
+
+// The weights and batch-norm statistics of two checkpoints (the live model's and the best
+// epoch's) within 1e-4. Not the Adam moments: a tiny gradient's moments carry its rounding.
+void expect_same_weights(const fs::path& a, const fs::path& b) {
+  const json ma = read_meta(a, "halo-checkpoint", 2), mb = read_meta(b, "halo-checkpoint", 2);
+  int compared = 0;
+  for (const auto& [name, entry] : ma.at("arrays").items()) {
+    if (name.ends_with(".m") || name.ends_with(".v")) continue;
+    const Array<float> wa = map_listed<float>(a, ma, name, {}, kAnyShape, 1);
+    const Array<float> wb = map_listed<float>(b, mb, name, {}, kAnyShape, 1);
+    ASSERT_EQ(wa.size(), wb.size()) << name;
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < wa.size(); ++i) {
+      num = std::max(num, double(std::abs(wa[i] - wb[i])));
+      den = std::max(den, double(std::abs(wa[i])));
+    }
+    EXPECT_LT(num / std::max(den, 1e-12), 1e-4) << name;
+    compared += name.rfind("best.", 0) == 0;
+  }
+  EXPECT_GT(compared, 4) << "the best epoch's model is missing";
+}
+
+// Predictions of the same model computed on two partitions: near-ties may flip on rounding.
+void expect_same_predictions(const fs::path& a, const fs::path& b) {
+  const auto pa = read_npy_i64(a), pb = read_npy_i64(b);
+  ASSERT_EQ(pa.size(), 2708u);
+  ASSERT_EQ(pb.size(), pa.size());
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < pa.size(); ++i) same += pa[i] == pb[i];
+  EXPECT_GE(double(same), 0.999 * double(pa.size())) << "only " << same << " of " << pa.size() << " rows agree";
+}
+
+TEST(Distributed, ACheckpointOfThreeRanksResumesOnTwo) {
+  const fs::path u = uninterrupted_three_ranks();
+  TempDir t;
+  const std::string ck = " --checkpoint " + (t / "ck").string() + " --log " + (t / "r.jsonl").string();
+  const Result first =
+      shell(mpirun(3) + halo() + " train " + data("cora-3").string() + kResumeOptions + ck + " -q --epochs 20", t / "o1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  const Result r = shell(mpirun(2) + halo() + " train " + data("cora-2").string() + kResumeOptions + ck +
+                             " --epochs 40 --resume --predictions-out " + (t / "r.npy").string(), t / "o2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("run 0: resumed after epoch 20"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos) << "exact rows: nothing to note\n" << r.out;
+  expect_same_trajectory(u / "u.jsonl", t / "r.jsonl");
+  expect_same_weights(u / "ck/run-0/rank-0/epoch-40", t / "ck/run-0/rank-0/epoch-40");
+  expect_same_weights(u / "ck/run-0/rank-0/epoch-40", t / "ck/run-0/rank-1/epoch-40");
+  expect_same_predictions(u / "u.npy", t / "r.npy");
+  EXPECT_FALSE(fs::exists(t / "ck/run-0/rank-2")) << "the third rank's folder holds only superseded epochs";
+}
+
+TEST(Distributed, ACheckpointMissingARankFolderResumesOnOneProcess) {
+  const fs::path u = uninterrupted_three_ranks();
+  TempDir t;
+  const std::string ck = " --checkpoint " + (t / "ck").string() + " --log " + (t / "r.jsonl").string();
+  const Result first =
+      shell(mpirun(3) + halo() + " train " + data("cora-3").string() + kResumeOptions + ck + " -q --epochs 20", t / "o1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  fs::remove_all(t / "ck/run-0/rank-0");  // rank 0's machine died with its disk: ranks 1 and 2 have copies
+  fs::copy(t / "ck/run-0/rank-2", t / "machine-2", fs::copy_options::recursive);  // a machine away meanwhile
+  const Result r = shell(halo() + " train " + data("cora").string() + kResumeOptions + ck +
+                             " --epochs 40 --resume --predictions-out " + (t / "r.npy").string(), t / "o2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("run 0: resumed after epoch 20"), std::string::npos) << r.out;
+  expect_same_trajectory(u / "u.jsonl", t / "r.jsonl");
+  expect_same_weights(u / "ck/run-0/rank-0/epoch-40", t / "ck/run-0/rank-0/epoch-40");
+  expect_same_predictions(u / "u.npy", t / "r.npy");
+  // Stale folders of the larger job never win over a newer epoch: with the away machine's
+  // folder back (epoch 20), resuming the finished run resumes epoch 40 and trains nothing more.
+  fs::copy(t / "machine-2", t / "ck/run-0/rank-2", fs::copy_options::recursive);
+  const Result again = shell(halo() + " train " + data("cora").string() + kResumeOptions +
+                                 " --epochs 40 --resume --checkpoint " + (t / "ck").string(), t / "o3");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("run 0: resumed after epoch 40"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find(" epoch   40 "), std::string::npos) << again.out;
+}
+
+// The reverse, on a cluster's view of the disks: one process wrote the checkpoint; rank 0 of the
+// 2-rank job runs on a machine that holds only an older epoch (it was away since epoch 15), rank
+// 1 on the one that holds the newest (the same --checkpoint path on every machine, emulated here
+// by two directories). The ranks must agree on the newest, and rank 1 load it and hand it to
+// rank 0.
+TEST(Distributed, ACheckpointOfOneProcessResumesOnTwoRanksFromTheRankThatHasIt) {
+  const fs::path u = uninterrupted_three_ranks();
+  TempDir t;
+  const std::string one = halo() + " train " + data("cora").string() + kResumeOptions + " -q --checkpoint " +
+                          (t / "disk1").string() + " --log " + (t / "r.jsonl").string();
+  const Result first = shell(one + " --epochs 15", t / "o1");
+  ASSERT_EQ(first.code, 0) << first.out;
+  fs::copy(t / "disk1", t / "disk0", fs::copy_options::recursive);
+  const Result second = shell(one + " --epochs 20 --resume", t / "o1");
+  ASSERT_EQ(second.code, 0) << second.out;
+  const std::string args = " train " + data("cora-2").string() + kResumeOptions + " --epochs 40 --resume --log " +
+                           (t / "r.jsonl").string() + " --predictions-out " + (t / "r.npy").string() + " --checkpoint ";
+  const Result r = shell(mpirun(1) + halo() + args + (t / "disk0").string() + " : -np 1 " + halo() + args +
+                             (t / "disk1").string(), t / "o2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("run 0: resumed after epoch 20"), std::string::npos) << r.out;
+  expect_same_trajectory(u / "u.jsonl", t / "r.jsonl");
+  expect_same_weights(u / "ck/run-0/rank-0/epoch-40", t / "disk0/run-0/rank-0/epoch-40");
+  expect_same_weights(u / "ck/run-0/rank-0/epoch-40", t / "disk1/run-0/rank-1/epoch-40");
+  expect_same_predictions(u / "u.npy", t / "r.npy");
+  // The second disk now holds the one process's epoch 20 in rank-0/ and epoch 40 in rank-1/:
+  // the newest wins, whichever folder holds it.
+  const Result again = shell(halo() + " train " + data("cora").string() + kResumeOptions +
+                                 " --epochs 40 --resume --checkpoint " + (t / "disk1").string(), t / "o3");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("run 0: resumed after epoch 40"), std::string::npos) << again.out;
+}
+
+// A checkpoint of another dataset, of other options or of an older halo is refused in one line
+// naming what differs; a directory with no checkpoint starts fresh.
+TEST(Distributed, ResumeRefusesAnotherDatasetOrOtherOptionsInOneLine) {
+  TempDir t;
+  const std::string ck = " --threads 1 -q --epochs 2 --checkpoint " + (t / "ck").string();
+  ASSERT_EQ(shell(mpirun(2) + halo() + " train " + data("cora-2").string() + ck, t / "o").code, 0);
+  const Result other_data = shell(mpirun(4) + halo() + " train " + data("sbm-4").string() + ck + " --resume", t / "o1");
+  EXPECT_NE(other_data.code, 0);
+  EXPECT_NE(other_data.out.find("epoch-2: checkpoint of another dataset (dataset \""), std::string::npos)
+      << other_data.out;
+  const Result other_options = shell(halo() + " train " + data("cora").string() + ck + " --resume --lr 0.05", t / "o2");
+  EXPECT_EQ(other_options.code, 2);
+  EXPECT_NE(other_options.out.find("checkpoint of other options (lr 0.05"), std::string::npos) << other_options.out;
+  EXPECT_NE(other_options.out.find(" here, 0.01"), std::string::npos) << other_options.out;
+  EXPECT_EQ(std::count(other_options.out.begin(), other_options.out.end(), '\n'), 1) << other_options.out;
+  const Result fresh = shell(mpirun(2) + halo() + " train " + data("cora-2").string() +
+                                 " --threads 1 --epochs 2 --resume --checkpoint " + (t / "empty").string(),
+                             t / "o3");
+  EXPECT_EQ(fresh.code, 0) << fresh.out;
+  EXPECT_EQ(fresh.out.find("resumed"), std::string::npos) << fresh.out;
+  EXPECT_NE(fresh.out.find("run 0 epoch    1"), std::string::npos) << fresh.out;
+}
+
+// With bf16 halo rows the trajectory depends on the partition: resuming one on another partition
+// is allowed, with a note saying so (trainer.cc's exchange_note says why).
+TEST(Distributed, ResumingBf16RowsOnAnotherPartitionSaysSo) {
+  TempDir t;
+  const std::string ck = " --threads 1 --halo-dtype bf16 --checkpoint " + (t / "ck").string();
+  ASSERT_EQ(shell(mpirun(2) + halo() + " train " + data("cora-2").string() + ck + " -q --epochs 4", t / "o").code, 0);
+  const Result same =
+      shell(mpirun(2) + halo() + " train " + data("cora-2").string() + ck + " --epochs 6 --resume", t / "o1");
+  ASSERT_EQ(same.code, 0) << same.out;
+  EXPECT_EQ(same.out.find("note:"), std::string::npos) << "same partition, same rows\n" << same.out;
+  const Result r =
+      shell(mpirun(3) + halo() + " train " + data("cora-3").string() + ck + " --epochs 8 --resume", t / "o2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("run 0: resumed after epoch 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: the checkpoint was written by 2 ranks (partition "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("with --halo-dtype bf16 --halo-staleness 0 and resumes on 3 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run 0 epoch    8"), std::string::npos) << r.out;
 }
 
 TEST(Distributed, CommunicationSaversStillLearn) {

@@ -1,5 +1,6 @@
 // The single-process trainer: accuracy on Cora with the published recipe, determinism,
-// checkpoint/resume bit-identity, predictions for independent scoring, multi-label training.
+// checkpoint/resume bit-identity (predictions included) and refusals of checkpoints of another
+// dataset, options or format version, predictions for independent scoring, multi-label training.
 #include "halo/runtime/trainer.h"
 
 #include <gtest/gtest.h>
@@ -142,8 +143,8 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   o.epochs = 20;
   o.resume = true;
   train_dataset(cora(), o, out);
-  const auto a = read_meta(t / "straight/run-0/rank-0/epoch-20", "halo-checkpoint", 1);
-  const auto b = read_meta(t / "resumed/run-0/rank-0/epoch-20", "halo-checkpoint", 1);
+  const auto a = read_meta(t / "straight/run-0/rank-0/epoch-20", "halo-checkpoint", 2);
+  const auto b = read_meta(t / "resumed/run-0/rank-0/epoch-20", "halo-checkpoint", 2);
   EXPECT_EQ(a["epoch"], 20);
   EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "weights or optimiser state differ";
   EXPECT_EQ(a["best_valid"], b["best_valid"]);
@@ -166,6 +167,82 @@ TEST(Trainer, ResumeWithOtherOptionsIsRefused) {
   o.resume = true;
   o.lr = 0.05f;
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
+}
+
+// Options whose best validation epoch (13 of 40; batch norm, so buffers count too) comes before
+// an interruption at 20: a resumed run's predictions then come from the checkpoint's best model.
+TrainOptions best_early() {
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);
+  o.model.hidden = 32;
+  o.lr = 0.05f;
+  o.epochs = 40;
+  o.checkpoint_every = 5;
+  o.quiet = true;
+  return o;
+}
+
+TEST(Trainer, PredictionsOfAResumedRunEqualAnUninterruptedRunsBitForBit) {
+  TempDir t;
+  std::ostringstream out;
+  TrainOptions o = best_early();
+  o.predictions_out = t / "straight.npy";
+  const TrainSummary s = train_dataset(cora(), o, out);
+  ASSERT_LE(s.runs[0].best_epoch, 20) << "the premise: the best epoch is before the interruption";
+  o.checkpoint = t / "ck";
+  o.predictions_out.clear();
+  o.epochs = 20;
+  train_dataset(cora(), o, out);
+  o.epochs = 40;
+  o.resume = true;
+  o.predictions_out = t / "resumed.npy";
+  const TrainSummary r = train_dataset(cora(), o, out);
+  EXPECT_EQ(r.runs[0].best_epoch, s.runs[0].best_epoch);
+  EXPECT_EQ(r.test_mean, s.test_mean);
+  EXPECT_EQ(test::read_bytes(t / "straight.npy"), test::read_bytes(t / "resumed.npy"));
+}
+
+TEST(Trainer, ACheckpointOfAnotherDatasetIsRefusedNamingIt) {
+  TempDir t;
+  TrainOptions o;
+  o.epochs = 2;
+  o.quiet = true;
+  o.checkpoint = t / "ck";
+  std::ostringstream out;
+  train_dataset(cora(), o, out);
+  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});  // the same graph, renumbered
+  o.resume = true;
+  try {
+    train_dataset(t / "rcm", o, out);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const ParamError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("checkpoint of another dataset (dataset \""), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
+TEST(Trainer, AnOldCheckpointIsAClearError) {
+  TempDir t;
+  TrainOptions o;
+  o.epochs = 2;
+  o.quiet = true;
+  o.checkpoint = t / "ck";
+  std::ostringstream out;
+  train_dataset(cora(), o, out);
+  const fs::path meta = t / "ck/run-0/rank-0/epoch-2/meta.json";
+  nlohmann::json j = nlohmann::json::parse(test::read_bytes(meta));
+  j["version"] = 1;  // what halo wrote before checkpoints left the partition
+  std::ofstream(meta) << j.dump();
+  o.resume = true;
+  try {
+    train_dataset(cora(), o, out);
+    ADD_FAILURE() << "expected an error";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("epoch-2: checkpoint format version 1, this halo resumes version 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("start a new checkpoint directory"), std::string::npos) << m;
+  }
 }
 
 TEST(Trainer, LogHasEpochRecordsAndASummary) {

@@ -1,6 +1,8 @@
 // Full-batch node-classification training: presets that reproduce published configurations,
 // OGB's evaluation protocol (test at the best validation epoch, mean ± std over seeds), JSON-line
-// logs, predictions for independent scoring, and atomic checkpoints that resume bit-identically.
+// logs, predictions for independent scoring, and atomic checkpoints of the dataset's model (no
+// partition's rows) that resume bit-identically on the same ranks and on any other number of
+// ranks continue the same trajectory (up to float summation order).
 #pragma once
 
 #include <cstdint>
@@ -27,9 +29,9 @@ struct TrainOptions {
   int eval_every = 1;
   int threads = 0;                 // 0 = OpenMP's default
   std::filesystem::path log;             // JSON lines
-  std::filesystem::path checkpoint;      // directory; empty = none
+  std::filesystem::path checkpoint;      // directory; empty = none. Rank r writes run-R/rank-r/
   int checkpoint_every = 10;
-  bool resume = false;
+  bool resume = false;             // from the newest epoch in any rank-*/ folder a rank sees, on any ranks
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
@@ -86,8 +88,9 @@ TrainSummary train_dataset(const std::filesystem::path& dataset, const TrainOpti
 
 class Communicator;
 // One rank of a distributed run: rank r of comm trains on PARTS/part-r, exchanging halo rows
-// with the other ranks. Same model, protocol, logs and checkpoints as train_dataset; rank 0
-// prints, logs and writes predictions. Collective: every rank calls it with the same options.
+// with the other ranks. Same model, protocol, logs and checkpoints as train_dataset (a checkpoint
+// of PARTS' dataset resumes whatever partition or rank count wrote it); rank 0 prints, logs and
+// writes predictions. Collective: every rank calls it with the same options.
 TrainSummary train_parts(const std::filesystem::path& parts, Communicator& comm, const TrainOptions& opt,
                          std::ostream& out);
 
