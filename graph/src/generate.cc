@@ -3,6 +3,28 @@
 //   edge: u ~ theta over all nodes; with probability homophily v ~ theta within class(u),
 //         else v ~ theta over all nodes (resampled while v == u);
 //   x_v = mu_class(v) + noise * N(0, I), mu_c ~ N(0, I);  split 50/25/25 by a per-node hash.
+// Locality (locality = P > 0) adds hidden structure inside and across the classes:
+//   community(v): each class is cut into Q = nodes / (C * community_size) communities (per-node
+//     hash), so communities nest in classes;
+//   neighbourhood: for each slot q < Q, the classes are laid on a ring turned by a per-slot hash
+//     and cut into runs of M = neighbourhood_classes; a neighbourhood holds the slot-q
+//     communities of one run (M "related" classes; which classes are related changes with q);
+//   each draw of v keeps the homophily coin and adds a locality coin:
+//     same class,  local: v ~ theta within community(u);   else: within class(u)  (as before);
+//     other class, local: v ~ theta within neighbourhood(u) less community(u); else: over all.
+// So a share P + (1 - P) (homophily / Q + (1 - homophily) / R) of the draws stays in the
+// source's neighbourhood (R = Q * ceil(C / M) of them), and the share in the source's class is
+// homophily + (1 - homophily) (1 - P) / C, about homophily as before (and + (1 - homophily) / C
+// without locality): the knob moves the partition, not the task. Why neighbourhoods that mix
+// classes instead of communities alone: in real co-purchase and citation graphs cross-class edges
+// are local too (a phone and its case; a paper and the next field it cites) while homophily is
+// 0.65-0.8; if only same-class edges could be local, a small cut would force homophily to ~1.
+// Why a few classes per neighbourhood instead of all: a neighbourhood must stay small against a
+// part (a part cannot hold a fraction of one without cutting it), while a community must stay
+// large against a hub's degree (theta is capped at 300x the smallest, so a products-sized hub has
+// ~5,000 neighbours; in a smaller community its draws collapse into duplicates and the degree
+// tail is lost). M classes per neighbourhood give both: neighbourhoods of M * community_size.
+// Without locality no locality coin is drawn, so that graph is the plain SBM's, bit for bit.
 // Every random draw is a pure function of (seed, stream, index), so chunks can be drawn in any
 // order on any number of threads and the output is identical.
 #include "halo/graph/generate.h"
@@ -51,7 +73,41 @@ class Stream {
   std::uint64_t ctr_ = 0;
 };
 
-enum : std::uint64_t { kClass = 1, kTheta, kEdges, kFeatures, kMeans, kSplit };
+// Stream ids; new ones go at the end so that existing streams (and graphs) stay the same.
+enum : std::uint64_t { kClass = 1, kTheta, kEdges, kFeatures, kMeans, kSplit, kCommunity, kTurn };
+
+std::int32_t class_of(const GenerateOptions& o, std::int64_t v) {
+  Stream c(o.seed, kClass, std::uint64_t(v));
+  return std::int32_t(c.next() % std::uint64_t(o.classes));
+}
+
+// The hidden structure of locality: O(1) pure functions of (options, node id), so a node's
+// place can be recomputed anywhere without tables.
+struct Layout {
+  std::int64_t slots = 0;    // Q: communities per class; 0 without locality
+  std::int64_t runs = 0;     // neighbourhoods per slot: runs of M classes on the ring
+  std::int64_t run_len = 0;  // M
+
+  explicit Layout(const GenerateOptions& o) {
+    if (!(o.locality > 0)) return;
+    const double q = double(o.nodes) / (double(o.classes) * double(o.community_size));
+    slots = std::max<std::int64_t>(1, std::llround(q));
+    run_len = std::min(o.neighbourhood_classes, o.classes);
+    runs = (o.classes + run_len - 1) / run_len;
+  }
+  std::int64_t communities(const GenerateOptions& o) const { return o.classes * slots; }
+  std::int64_t neighbourhoods() const { return slots * runs; }
+  std::int64_t slot_of(const GenerateOptions& o, std::int64_t v) const {
+    Stream c(o.seed, kCommunity, std::uint64_t(v));
+    return std::int64_t(c.next() % std::uint64_t(slots));
+  }
+  std::int64_t community(std::int64_t cls, std::int64_t slot) const { return cls * slots + slot; }
+  std::int64_t neighbourhood(const GenerateOptions& o, std::int64_t cls, std::int64_t slot) const {
+    Stream t(o.seed, kTurn, std::uint64_t(slot));  // where slot's ring of classes starts
+    const std::int64_t turn = std::int64_t(t.next() % std::uint64_t(o.classes));
+    return slot * runs + (cls + turn) % o.classes / run_len;
+  }
+};
 
 // Vose's alias table over items with the given weights: O(1) weighted draws.
 struct Alias {
@@ -99,16 +155,22 @@ struct Model {
   std::vector<float> means;  // classes x features
   std::unique_ptr<Alias> all;
   std::vector<Alias> by_class;
+  // Locality only (empty without it). An empty community is never drawn from: a same-class
+  // draw uses the source's own, and `others` leaves empty ones out.
+  Layout layout;
+  std::vector<std::int32_t> community;  // of each node (its class is community / Q)
+  std::vector<Alias> by_community;      // its nodes, by theta
+  std::vector<Alias> others;  // per community: the other ones of its neighbourhood, by their theta
 
-  explicit Model(const GenerateOptions& opt) : o(opt) {
+  explicit Model(const GenerateOptions& opt) : o(opt), layout(opt) {
     const std::int64_t n = o.nodes;
     m = o.edges > 0 ? o.edges : std::int64_t(std::llround(double(n) * o.avg_degree / 2));
     cls.resize(std::size_t(n));
     theta.resize(std::size_t(n));
 #pragma omp parallel for schedule(static)
     for (std::int64_t v = 0; v < n; ++v) {
-      Stream c(o.seed, kClass, std::uint64_t(v)), t(o.seed, kTheta, std::uint64_t(v));
-      cls[std::size_t(v)] = std::int32_t(c.next() % std::uint64_t(o.classes));
+      Stream t(o.seed, kTheta, std::uint64_t(v));
+      cls[std::size_t(v)] = class_of(o, v);
       // Pareto(skew) with x_min = 1, capped so one hub cannot take a large share of all edges.
       theta[std::size_t(v)] = std::min(std::pow(1.0 - t.uniform(), -1.0 / (o.skew - 1.0)), 300.0);
     }
@@ -123,12 +185,64 @@ struct Model {
       if (mem.empty()) mem.push_back(0);  // a class nobody drew: fall back to node 0
       by_class.emplace_back(std::move(mem), theta);
     }
+    if (o.locality > 0) build_neighbourhoods();
     means.resize(std::size_t(o.classes * o.features));
     for (std::int64_t c = 0; c < o.classes; ++c) {
       Stream r(o.seed, kMeans, std::uint64_t(c));
       for (std::int64_t k = 0; k < o.features; ++k)
         means[std::size_t(c * o.features + k)] = float(r.normal());
     }
+  }
+
+  void build_neighbourhoods() {
+    const std::int64_t n = o.nodes, nc = layout.communities(o);
+    community.resize(std::size_t(n));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t v = 0; v < n; ++v)
+      community[std::size_t(v)] =
+          std::int32_t(layout.community(cls[std::size_t(v)], layout.slot_of(o, v)));
+    std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(nc));
+    std::vector<double> mass(static_cast<std::size_t>(nc));
+    for (std::int64_t v = 0; v < n; ++v) {  // ascending ids: nothing depends on the threads
+      const auto c = std::size_t(community[std::size_t(v)]);
+      members[c].push_back(NodeId(v));
+      mass[c] += theta[std::size_t(v)];
+    }
+    by_community.reserve(members.size());
+    for (auto& mem : members) by_community.emplace_back(std::move(mem), theta);
+    // A draw "in the neighbourhood, outside the source's community" picks one of the other
+    // communities by its theta, then a node in it by theta: exactly theta over those nodes,
+    // with small tables and no rejection.
+    auto hood_of = [&](std::int64_t c) {
+      return std::size_t(layout.neighbourhood(o, c / layout.slots, c % layout.slots));
+    };
+    std::vector<std::vector<NodeId>> in_hood(std::size_t(layout.neighbourhoods()));
+    for (std::int64_t c = 0; c < nc; ++c)
+      if (mass[std::size_t(c)] > 0) in_hood[hood_of(c)].push_back(NodeId(c));
+    others.reserve(std::size_t(nc));
+    for (std::int64_t c = 0; c < nc; ++c) {
+      std::vector<NodeId> rest;
+      for (NodeId x : in_hood[hood_of(c)])
+        if (x != c) rest.push_back(x);
+      others.emplace_back(std::move(rest), mass);
+    }
+  }
+
+  // One draw of the partner of u. Without locality only the homophily coin is thrown, exactly
+  // as before the knob existed, so those streams and graphs are unchanged.
+  NodeId partner(NodeId u, Stream& r) const {
+    const bool same = r.uniform() < o.homophily;
+    if (!(o.locality > 0)) {
+      const auto c = std::size_t(cls[std::size_t(u)]);
+      return same ? by_class[c].draw(r) : all->draw(r);
+    }
+    const bool local = r.uniform() < o.locality;
+    const auto cu = std::size_t(community[std::size_t(u)]);
+    if (same)
+      return local ? by_community[cu].draw(r) : by_class[cu / std::size_t(layout.slots)].draw(r);
+    if (local && !others[cu].item.empty())  // else a neighbourhood of one community: go global
+      return by_community[std::size_t(others[cu].draw(r))].draw(r);
+    return all->draw(r);
   }
 
   // Edges [chunk * kEdgeChunk, ...) into src/dst (cleared first).
@@ -140,9 +254,7 @@ struct Model {
     for (std::int64_t i = b; i < e; ++i) {
       const NodeId u = all->draw(r);
       NodeId v = u;
-      for (int tries = 0; v == u && tries < 64; ++tries)
-        v = r.uniform() < o.homophily ? by_class[std::size_t(cls[std::size_t(u)])].draw(r)
-                                      : all->draw(r);
+      for (int tries = 0; v == u && tries < 64; ++tries) v = partner(u, r);
       if (v == u) v = NodeId((u + 1) % o.nodes);  // a class of one node: any other node
       src.push_back(u);
       dst.push_back(v);
@@ -172,6 +284,12 @@ void check(const GenerateOptions& o) {
   if (o.classes < 1 || o.classes > o.nodes) throw ParamError("--classes must be in [1, nodes]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw ParamError("--homophily must be in [0, 1]");
   if (!(o.skew > 1)) throw ParamError("skew must be > 1");
+  if (!(o.locality >= 0 && o.locality <= 1)) throw ParamError("--locality must be in [0, 1]");
+  if (o.community_size < 1) throw ParamError("--community-size must be >= 1");
+  if (o.neighbourhood_classes < 1) throw ParamError("--neighbourhood-classes must be >= 1");
+  // Community ids are int32 per node; only absurd sizes come near the bound.
+  if (o.locality > 0 && double(o.nodes) / double(o.community_size) + double(o.classes) >= 2e9)
+    throw ParamError("--community-size too small for this many nodes");
   if (o.format != "native" && o.format != "ogb")
     throw ParamError("--format must be native or ogb, not '" + o.format + "'");
 }
@@ -228,6 +346,13 @@ void write_native(const Model& g, const fs::path& dir) {
                     {"edges_drawn", g.m},
                     {"homophily", o.homophily},
                     {"noise", o.noise}};
+  if (o.locality > 0) {  // only with the knob: without it meta.json stays byte for byte the same
+    meta["source"]["locality"] = o.locality;
+    meta["source"]["community_size"] = o.community_size;
+    meta["source"]["neighbourhood_classes"] = g.layout.run_len;
+    meta["source"]["communities"] = g.layout.communities(o);
+    meta["source"]["neighbourhoods"] = g.layout.neighbourhoods();
+  }
   w.commit(std::move(meta));
 }
 
@@ -308,6 +433,25 @@ void write_ogb(const Model& g, const fs::path& dir) {
 
 }  // namespace
 
+std::int64_t generated_neighbourhoods(const GenerateOptions& options) {
+  check(options);
+  return Layout(options).neighbourhoods();
+}
+
+GeneratedPlace generated_place(const GenerateOptions& options, std::int64_t v) {
+  check(options);
+  if (v < 0 || v >= options.nodes) throw ParamError("node id out of range [0, nodes)");
+  GeneratedPlace p;
+  p.cls = class_of(options, v);
+  const Layout layout(options);
+  if (layout.slots > 0) {
+    const std::int64_t slot = layout.slot_of(options, v);
+    p.community = layout.community(p.cls, slot);
+    p.neighbourhood = layout.neighbourhood(options, p.cls, slot);
+  }
+  return p;
+}
+
 GenerateReport generate(const fs::path& dir, const GenerateOptions& options) {
   Stopwatch clock;
   check(options);
@@ -316,7 +460,7 @@ GenerateReport generate(const fs::path& dir, const GenerateOptions& options) {
     write_ogb(g, dir);
   else
     write_native(g, dir);
-  return {options.nodes, g.m, clock.seconds()};
+  return {options.nodes, g.m, g.layout.neighbourhoods(), clock.seconds()};
 }
 
 }  // namespace halo

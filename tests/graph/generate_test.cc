@@ -1,11 +1,16 @@
 // The synthetic generator: deterministic, learnable-looking (homophilous, skewed degrees), and
-// its OGB text output converts back to the same graph as its native output.
+// its OGB text output converts back to the same graph as its native output. With locality:
+// deterministic too, the plain graph unchanged when it is off, the shares of edges inside
+// neighbourhoods, communities and classes as the model says, communities nested in classes.
 #include "halo/graph/generate.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "../test_util.h"
 #include "halo/graph/dataset.h"
@@ -113,6 +118,136 @@ TEST(Generate, ExactEdgeCountAndBadParameters) {
   bad = opts();
   bad.format = "csv";
   EXPECT_THROW(generate(t / "x", bad), ParamError);
+  EXPECT_FALSE(std::filesystem::exists(t / "x"));
+}
+
+// 24,000 nodes, 4 classes in communities of 2,000: Q = 3 communities per class, neighbourhoods
+// of M = 2 classes, so R = 3 * 2 = 6 neighbourhoods of ~4,000 nodes.
+GenerateOptions local_opts(double locality) {
+  GenerateOptions o = opts();
+  o.nodes = 24000;
+  o.classes = 4;
+  o.locality = locality;
+  o.community_size = 2000;
+  o.neighbourhood_classes = 2;
+  return o;
+}
+
+TEST(GenerateLocality, SameSeedSameBytesWhateverTheThreadCount) {
+  TempDir t;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  generate(t / "a", local_opts(0.9));
+  omp_set_num_threads(std::max(2, threads));
+  generate(t / "b", local_opts(0.9));
+  omp_set_num_threads(threads);
+  const auto fa = read_dataset_meta(t / "a")["fingerprint"];
+  EXPECT_EQ(fa, read_dataset_meta(t / "b")["fingerprint"]);
+  GenerateOptions other = local_opts(0.9);
+  other.seed = 43;
+  generate(t / "c", other);
+  EXPECT_NE(fa, read_dataset_meta(t / "c")["fingerprint"]);
+  generate(t / "d", local_opts(0));
+  EXPECT_NE(fa, read_dataset_meta(t / "d")["fingerprint"]);
+  EXPECT_EQ(read_dataset_meta(t / "a")["source"]["neighbourhoods"], 6);
+}
+
+TEST(GenerateLocality, OffIsThePlainGraphBitForBit) {
+  TempDir t;
+  // Pinned before the locality knob existed (`halo generate --nodes 3000 --avg-degree 12
+  // --features 8 --classes 5 --seed 42`): benchmarks and other tests rely on these bytes.
+  generate(t / "plain", opts());
+  const nlohmann::json meta = read_dataset_meta(t / "plain");
+  EXPECT_EQ(meta["fingerprint"], "4d6b7c19");
+  EXPECT_FALSE(meta["source"].contains("locality"));
+  GenerateOptions off = opts();  // the other locality options do nothing while it is off
+  off.community_size = 7;
+  off.neighbourhood_classes = 2;
+  generate(t / "off", off);
+  EXPECT_EQ(read_dataset_meta(t / "off")["fingerprint"], "4d6b7c19");
+  EXPECT_EQ(generated_neighbourhoods(off), 0);
+  EXPECT_EQ(generated_place(off, 17).community, 0);
+}
+
+// Shares of stored entries whose two ends share a neighbourhood, a community, a class.
+struct Shares {
+  double hood = 0, community = 0, cls = 0;
+};
+
+Shares shares(const GraphDataset& d, const GenerateOptions& o) {
+  std::vector<GeneratedPlace> at(std::size_t(o.nodes));
+  for (std::int64_t v = 0; v < o.nodes; ++v) at[std::size_t(v)] = generated_place(o, v);
+  const CsrView g = d.graph.view();
+  std::int64_t hood = 0, community = 0, cls = 0;
+  for (NodeId u = 0; u < g.num_nodes; ++u)
+    for (const NodeId* v = g.begin(u); v != g.end(u); ++v) {
+      const GeneratedPlace &a = at[std::size_t(u)], &b = at[std::size_t(*v)];
+      hood += a.neighbourhood == b.neighbourhood;
+      community += a.community == b.community;
+      cls += a.cls == b.cls;
+    }
+  const double e = double(g.num_edges());
+  return {double(hood) / e, double(community) / e, double(cls) / e};
+}
+
+TEST(GenerateLocality, SharesFollowTheModel) {
+  TempDir t;
+  for (const double p : {0.5, 0.9}) {
+    GenerateOptions o = local_opts(p);
+    o.overwrite = true;
+    ASSERT_EQ(generated_neighbourhoods(o), 6);
+    generate(t / "g", o);
+    const GraphDataset d = read_graph_dataset(t / "g");
+    const Shares s = shares(d, o);
+    const double h = o.homophily, q = 3, r = 6, c = 4;
+    // Local draws stay in the neighbourhood (same class: in the community); the others land
+    // there by chance: a same-class one in 1 of the Q communities of the class, another in 1
+    // of R neighbourhoods. Duplicates, more common among local draws, pull the shares down a
+    // little.
+    EXPECT_NEAR(s.hood, p + (1 - p) * (h / q + (1 - h) / r), 0.02) << p;
+    EXPECT_NEAR(s.community, h * p + (1 - p) * (h / q + (1 - h) / (q * c)), 0.02) << p;
+    // Homophily keeps its meaning: cross-class local draws avoid the source's class.
+    EXPECT_NEAR(s.cls, h + (1 - h) * (1 - p) / c, 0.02) << p;
+    // Degrees stay skewed and the edge count near the request (few duplicate draws).
+    const DegreeStats deg = degree_stats(d.graph.view());
+    EXPECT_NEAR(deg.mean, 12, 0.8) << p;
+    EXPECT_GT(double(deg.max), 8 * deg.mean) << p;
+  }
+}
+
+TEST(GenerateLocality, CommunitiesNestInClassesAndNeighbourhoods) {
+  TempDir t;
+  const GenerateOptions o = local_opts(0.9);
+  generate(t / "g", o);
+  const GraphDataset d = read_graph_dataset(t / "g");
+  std::map<std::int64_t, std::pair<std::int32_t, std::int64_t>> of;  // community -> class, hood
+  std::map<std::int64_t, std::set<std::int32_t>> classes_in_hood;
+  for (std::int64_t v = 0; v < o.nodes; ++v) {
+    const GeneratedPlace p = generated_place(o, v);
+    ASSERT_EQ(p.cls, d.labels[std::size_t(v)]) << v;  // the label is the class
+    const auto it = of.try_emplace(p.community, p.cls, p.neighbourhood).first;
+    ASSERT_EQ(it->second.first, p.cls) << "community " << p.community << " spans two classes";
+    ASSERT_EQ(it->second.second, p.neighbourhood) << "community " << p.community << " spans two";
+    classes_in_hood[p.neighbourhood].insert(p.cls);
+  }
+  EXPECT_EQ(of.size(), 12u);  // 4 classes x 3
+  ASSERT_EQ(classes_in_hood.size(), 6u);
+  for (const auto& [hood, cs] : classes_in_hood) EXPECT_EQ(cs.size(), 2u) << hood;
+}
+
+TEST(GenerateLocality, BadParameters) {
+  TempDir t;
+  for (const double p : {-0.1, 1.5, std::nan("")}) {
+    GenerateOptions bad = local_opts(p);
+    EXPECT_THROW(generate(t / "x", bad), ParamError) << p;
+  }
+  GenerateOptions bad = local_opts(0.5);
+  bad.community_size = 0;
+  EXPECT_THROW(generate(t / "x", bad), ParamError);
+  bad = local_opts(0.5);
+  bad.neighbourhood_classes = 0;
+  EXPECT_THROW(generate(t / "x", bad), ParamError);
+  EXPECT_THROW(generated_place(local_opts(0.5), 24000), ParamError);
   EXPECT_FALSE(std::filesystem::exists(t / "x"));
 }
 

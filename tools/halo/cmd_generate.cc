@@ -24,15 +24,27 @@ Action add_generate(CLI::App& app) {
   cmd->add_option("--homophily", a->opt.homophily, "Share of edges inside a class")
       ->capture_default_str();
   cmd->add_option("--noise", a->opt.noise, "Feature noise standard deviation")->capture_default_str();
+  cmd->add_option("--locality", a->opt.locality,
+                  "Share of edges drawn inside the source's neighbourhood (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--community-size", a->opt.community_size,
+                  "Nodes per community (communities cut each class; with --locality)")
+      ->capture_default_str();
+  cmd->add_option("--neighbourhood-classes", a->opt.neighbourhood_classes,
+                  "Classes whose communities share a neighbourhood (with --locality)")
+      ->capture_default_str();
   cmd->add_option("--seed", a->opt.seed, "Random seed")->capture_default_str();
   cmd->add_option("--format", a->opt.format, "native|ogb (OGB raw layout, gzip CSV)")
       ->capture_default_str();
   cmd->add_flag("-f,--force", a->opt.overwrite, "Replace the output if it exists");
   return [a] {
     const GenerateReport r = generate(a->output, a->opt);
+    char hoods[64] = "";
+    if (r.neighbourhoods > 0)
+      std::snprintf(hoods, sizeof hoods, ", %lld neighbourhoods", (long long)r.neighbourhoods);
     char what[512];
-    std::snprintf(what, sizeof what, "generate: %lld nodes, %lld edges drawn (%s) -> %s",
-                  (long long)r.nodes, (long long)r.edges, a->opt.format.c_str(),
+    std::snprintf(what, sizeof what, "generate: %lld nodes, %lld edges drawn%s (%s) -> %s",
+                  (long long)r.nodes, (long long)r.edges, hoods, a->opt.format.c_str(),
                   a->output.c_str());
     print_footer(what, r.seconds);
     return 0;
