@@ -269,7 +269,7 @@ class MpiPending final : public Pending {
     registered_ = true;
   }
   void wait() override {
-    if (reqs_.empty() && all_posted()) return;
+    if (waited_) return;
     const std::string what = "halo exchange (tag " + std::to_string(tag_) + ")";
     wait_all(reqs_, what, peers_, [this] {
       if (!all_posted()) Progress::get().pump();  // this rank waits: its queued sends go now
@@ -277,6 +277,7 @@ class MpiPending final : public Pending {
     });
     unregister();
     reqs_.clear();
+    waited_ = true;
   }
 
  private:
@@ -293,7 +294,7 @@ class MpiPending final : public Pending {
   std::vector<char> sending_;   // whether each request is a send
   std::map<int, std::deque<Chunk>> queued_;  // sends not posted yet, per peer, in order
   std::vector<int> done_;
-  bool registered_ = false;
+  bool registered_ = false, waited_ = false;
 };
 
 void Progress::pump() {
@@ -334,26 +335,28 @@ class MpiCommunicator final : public Communicator {
                                     int tag) override {
     // MPI counts are ints, and paced sends travel in chunks: a block is one or more messages
     // with the same tag (MPI keeps their order between one pair of ranks, and both sides cut
-    // the block at the same offsets).
-    const std::size_t chunk = g_pacing.on ? g_pacing.chunk : std::size_t(1) << 30;
+    // the block at the same offsets). Only traffic between hosts is paced (both sides agree on
+    // that): on one host MPI moves it through shared memory, where nothing queues behind it.
+    const auto paced = [&](int peer) { return g_pacing.on && g_hosts[std::size_t(peer)] != g_hosts[std::size_t(rank_)]; };
+    const auto chunk = [&](int peer) { return paced(peer) ? g_pacing.chunk : std::size_t(1) << 30; };
     auto pending = std::make_unique<MpiPending>(tag);
     {
       std::lock_guard<std::mutex> lk(g_mpi_lock);
       for (const PeerBlock& b : recvs)  // receives first: sends can then complete eagerly
-        for (std::size_t at = 0; at < b.bytes; at += chunk)
-          pending->post(static_cast<char*>(b.data) + at, int(std::min(chunk, b.bytes - at)), b.peer, false);
+        for (std::size_t at = 0, c = chunk(b.peer); at < b.bytes; at += c)
+          pending->post(static_cast<char*>(b.data) + at, int(std::min(c, b.bytes - at)), b.peer, false);
       for (const PeerBlock& b : sends)
-        for (std::size_t at = 0; at < b.bytes; at += chunk) {
+        for (std::size_t at = 0, c = chunk(b.peer); at < b.bytes; at += c) {
           char* p = static_cast<char*>(b.data) + at;
-          const int len = int(std::min(chunk, b.bytes - at));
-          if (g_pacing.on) pending->queue(p, len, b.peer);
+          const int len = int(std::min(c, b.bytes - at));
+          if (paced(b.peer)) pending->queue(p, len, b.peer);
           else pending->post(p, len, b.peer, true);
         }
     }
     pending->register_for_progress();
-    if (g_pacing.on) {
+    {
       std::lock_guard<std::mutex> lk(g_mpi_lock);
-      Progress::get().pump();  // the first chunks go now
+      if (!pending->all_posted()) Progress::get().pump();  // the first chunks go now
     }
     return pending;
   }
