@@ -142,6 +142,11 @@ json TrainSummary::to_json() const {
             {"matmul_precision", matmul_precision}};
   if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;
   if (ranks > 1) {
+    if (!rank_peak_rss_mb.empty()) {
+      j["rank_owned_rows"] = rank_owned_rows;
+      j["rank_halo_rows"] = rank_halo_rows;
+      j["rank_peak_rss_mb"] = rank_peak_rss_mb;
+    }
     j["halo_bytes_per_epoch"] = halo_bytes_per_epoch;
     j["halo_wait_s"] = halo_wait_s;
     j["allreduce_s"] = allreduce_s;
@@ -936,6 +941,16 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   summary.epoch_time_median_s = median(times);
   summary.matmul_precision = opt.matmul_precision;
   double rss = double(peak_rss_bytes()) / (1 << 20);
+  if (ranks > 1) {  // every rank's part and peak, on rank 0
+    const double mine[3] = {double(n), double(d.all - n), rss};
+    const std::vector<char> all = comm.gather(mine, sizeof mine, 0, nullptr);
+    const auto* f = reinterpret_cast<const double*>(all.data());
+    for (std::size_t r = 0; lead && r < std::size_t(ranks); ++r) {
+      summary.rank_owned_rows.push_back(std::int64_t(f[3 * r]));
+      summary.rank_halo_rows.push_back(std::int64_t(f[3 * r + 1]));
+      summary.rank_peak_rss_mb.push_back(f[3 * r + 2]);
+    }
+  }
   comm.allreduce(&rss, 1, ReduceOp::kMax);
   summary.peak_rss_mb = rss;
   if (gpu) {

@@ -130,6 +130,13 @@ void expect_equivalent(const std::string& dataset, const std::string& parts, int
   ASSERT_EQ(sa["type"], "summary");
   ASSERT_EQ(sb["type"], "summary");
   EXPECT_EQ(sb["ranks"], k);
+  // The summary's per-rank figures: each part's rows (as the part says) and a peak memory.
+  for (int r = 0; r < k; ++r) {
+    const json pm = json::parse(test::read_bytes(data(parts) / ("part-" + std::to_string(r)) / "meta.json"));
+    EXPECT_EQ(sb["rank_owned_rows"][std::size_t(r)], pm["owned"]) << "rank " << r;
+    EXPECT_EQ(sb["rank_halo_rows"][std::size_t(r)], pm["halo"]) << "rank " << r;
+    EXPECT_GT(sb["rank_peak_rss_mb"][std::size_t(r)].get<double>(), 1.0) << "rank " << r;
+  }
   EXPECT_LT(rel(sa["test_mean"], sb["test_mean"]), 1e-4);
   EXPECT_LT(rel(sa["valid_mean"], sb["valid_mean"]), 1e-4);
 

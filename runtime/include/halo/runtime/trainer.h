@@ -79,6 +79,10 @@ struct TrainSummary {
   int ranks = 1;
   double halo_bytes_per_epoch = 0;   // all ranks together, one training step
   double halo_wait_s = 0, allreduce_s = 0, compute_s = 0;
+  // Per rank, in rank order (rank 0's summary only; empty for one process): its part's owned and
+  // halo rows and its peak resident memory, the figures the per-rank memory model predicts.
+  std::vector<std::int64_t> rank_owned_rows, rank_halo_rows;
+  std::vector<double> rank_peak_rss_mb;
   nlohmann::json to_json() const;  // the "summary" log record
 };
 
