@@ -1,5 +1,6 @@
 // `halo train DATASET` (one process) and `mpirun -np K halo train PARTS` (rank r trains on
 // PARTS/part-r): full-batch training with presets, OGB protocol, logs, checkpoints.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -8,11 +9,55 @@
 
 #include "commands.h"
 #include "halo/graph/error.h"
+#include "halo/graph/progress.h"
 #include "halo/partition/parts.h"
 #include "halo/runtime/comm.h"
+#include "halo/runtime/memory_model.h"
 #include "halo/runtime/trainer.h"
 
 namespace halo::cli {
+namespace {
+
+// `halo train ... --dry-run`: every rank's predicted peak memory from its part's shape (or the
+// dataset's, for one process), without training, MPI or touching the data (nothing is
+// checksummed: only sizes are read).
+void print_dry_run(const std::string& path, const TrainOptions& o) {
+  const JobShape job = job_shape(path, o);
+  const std::vector<RankShape>& ranks = job.ranks;
+  const ModelShape& model = job.model;
+  if (o.device != "cpu" || o.matmul_precision != "fp32")  // the model knows one configuration
+    std::printf("note: --device %s --matmul-precision %s: host memory of the CPU FP32 run shown\n",
+                o.device.c_str(), o.matmul_precision.c_str());
+  std::printf(
+      "predicted peak memory per rank (halo train, CPU backend, FP32; the model is in "
+      "docs/BENCHMARKS.md):\n");
+  std::printf("%4s %11s %11s %13s %9s %9s %9s %9s %9s %9s %9s %9s  %s\n", "rank", "owned", "halo",
+              "nonzeros", "features", "graph", "operator", "activ.", "grads", "exchange", "weights",
+              "other", "peak (MiB)");
+  const auto mib = [](std::int64_t b) { return double(b) / double(1 << 20); };
+  std::size_t worst = 0;
+  std::vector<MemoryEstimate> est;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    est.push_back(estimate_rank_memory(ranks[r], model));
+    const MemoryEstimate& e = est.back();
+    if (e.total() > est[worst].total()) worst = r;
+    std::printf("%4zu %11lld %11lld %13lld %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f  %.1f\n",
+                r, static_cast<long long>(ranks[r].owned), static_cast<long long>(ranks[r].halo),
+                static_cast<long long>(ranks[r].nnz), mib(e.features), mib(e.graph), mib(e.op),
+                mib(e.activations), mib(e.gradients), mib(e.exchange), mib(e.weights),
+                mib(e.transient + e.predictions + e.overhead), mib(e.total()));
+  }
+  std::printf(
+      "largest: rank %zu, %s (other = transient %s + overhead %s%s)\n", worst,
+      format_bytes(std::uint64_t(est[worst].total())).c_str(),
+      format_bytes(std::uint64_t(est[worst].transient)).c_str(),
+      format_bytes(std::uint64_t(est[worst].overhead)).c_str(),
+      model.predictions
+          ? (" + predictions " + format_bytes(std::uint64_t(est[worst].predictions))).c_str()
+          : "");
+}
+
+}  // namespace
 
 Action add_train(CLI::App& app) {
   struct Args {
@@ -22,7 +67,7 @@ Action add_train(CLI::App& app) {
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
     bool batch_norm = false, norm_features = false, input_dropout = false, resume = false, quiet = false,
-         profile = false;
+         profile = false, dry_run = false;
     std::uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
@@ -90,6 +135,8 @@ Action add_train(CLI::App& app) {
                        "0 (exact) | 1: use the previous epoch's halo rows, overlapping the exchange (PipeGCN)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_staleness = a->staleness; });
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Print every rank's predicted peak memory (from the parts' sizes) and exit without training");
   return [a, preset, overrides] {
     Communicator& comm = world();
     const bool parts = is_parts_dir(a->dataset);
@@ -107,6 +154,10 @@ Action add_train(CLI::App& app) {
     for (const auto& [o, set] : overrides)  // explicit flags win over the preset
       if (o->count() > 0) set(opt);
     if (const char* f = std::getenv("HALO_INJECT_FAULT"); f && *f) opt.fault = parse_fault(f);
+    if (a->dry_run) {  // no training: rank 0 (or the one process) prints every rank's figures
+      if (comm.rank() == 0) print_dry_run(a->dataset, opt);
+      return 0;
+    }
     std::ostringstream quiet;  // ranks other than 0 print nothing
     std::ostream& out = comm.rank() == 0 ? std::cout : quiet;
     const TrainSummary s = parts ? train_parts(a->dataset, comm, opt, out) : train_dataset(a->dataset, opt, out);
@@ -122,6 +173,13 @@ Action add_train(CLI::App& app) {
                     "all-reduce %.4f s (slowest rank)\n",
                     s.ranks, s.halo_bytes_per_epoch / 1e6, s.compute_s, s.halo_wait_s, s.allreduce_s);
       std::cout << line;
+      std::cout << "per rank: owned + halo rows, peak memory:";
+      for (std::size_t r = 0; r < s.rank_peak_rss_mb.size(); ++r) {
+        std::snprintf(line, sizeof line, "%s %lld + %lld, %.0f MiB", r ? ";" : "", (long long)s.rank_owned_rows[r],
+                      (long long)s.rank_halo_rows[r], s.rank_peak_rss_mb[r]);
+        std::cout << line;
+      }
+      std::cout << "\n";
     }
     double total = 0;
     for (const auto& r : s.runs)

@@ -1,0 +1,109 @@
+// Per-rank peak host memory of `halo train` (CPU backend, FP32, no --profile), predicted from the
+// shape of the rank's part and the model without training: the sum of every allocation that is
+// live at the peak (the first training epoch onward), each term derived from the code that makes
+// it, plus one measured constant for the process itself. Mapped part files count by the bytes
+// training touches: a touched file page is resident and counts in RSS like heap memory.
+//
+//   N = owned rows, H = halo rows, A = N + H, E = local stored nonzeros, S = send-list rows,
+//   F = features, W = hidden width, C = output width (classes, or tasks), L = layers.
+//
+// For a GCN with an exact f32 exchange, dropout, no batch norm, no input dropout (the term by term
+// derivation is in memory_model.cc and docs/BENCHMARKS.md "Per-rank memory model"):
+//   bytes = 4 N F                               features.bin, mapped and read
+//         + 8 N + 4 E + 4 A + 4 N + 4 N + 4 R + 4 S   offsets, indices, degrees, global ids,
+//                                               labels, split rows R, send lists (mapped)
+//         + 16 (E + N) + 8 (N + A)              the operator and its transpose
+//         + 4 A W (L - 1) + 4 N F [F < W] + 4 N C
+//                                               kept: one A x W slab per hidden layer, A X of a
+//                                               first layer that widens, the logits
+//         + 4 A W + 4 A C + 4 N C               gradients between layers, the last layer's
+//                                               slab, d(logits)
+//         + 4 S (w_fwd + w_bwd) + growth        send and receive buffers at their widest (K > 1),
+//                                               plus a buffer's old block while it grows
+//         + 24 P (+ 4 P if K > 1) + 8 T         weights, Adam, best model (P parameters), the
+//                                               loss's per-row vector (T training rows)
+//         + 12 MiB (+ 9 MiB under mpirun)       the process itself (measured)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "halo/runtime/trainer.h"
+
+namespace halo {
+
+// What one rank holds: its part (PARTS/part-r), or the whole dataset for one process.
+struct RankShape {
+  std::int64_t owned = 0;       // N: rows this rank owns
+  std::int64_t halo = 0;        // H: rows of other parts its rows read
+  std::int64_t nnz = 0;         // E: stored nonzeros of its local CSR (owned rows, no self-loops)
+  std::int64_t send_rows = 0;   // S: entries of its send lists (rows the peers need)
+  std::int64_t features = 0;    // F
+  std::int64_t label_cols = 1;  // 1, or the tasks of a multi-label dataset
+  // Local ids in the chosen split's files (train, and train + valid + test): the rows the loss
+  // and the metrics read.
+  std::int64_t train_rows = 0, split_rows = 0;
+  int ranks = 1;                  // K of the job; 1 = no exchange, no gradient all-reduce
+  int rank = 0;                   // rank 0 also gathers predictions
+  bool part = true;               // a PARTS part (mapped degrees and global ids) or a dataset
+  std::int64_t global_nodes = 0;  // of the whole graph (rank 0's prediction buffers)
+  // The largest split row set of the whole graph (rank 0 gathers multi-label scores of it).
+  std::int64_t global_split_rows = 0;
+};
+
+// What the options make the trainer allocate.
+struct ModelShape {
+  bool sage = false;         // GraphSAGE-mean (else GCN)
+  int layers = 2;            // L
+  std::int64_t hidden = 16;  // W
+  std::int64_t out = 0;      // C: classes, or tasks (multi-label)
+  bool multilabel = false;
+  float dropout = 0.5f;
+  bool input_dropout = false, batch_norm = false, norm_features = false;
+  bool halo_bf16 = false;    // --halo-dtype bf16
+  int halo_staleness = 0;    // --halo-staleness
+  bool predictions = false;  // --predictions-out
+};
+
+// Bytes per term; total() is the predicted peak resident set of the rank.
+struct MemoryEstimate {
+  std::int64_t features = 0;  // input features: mapped rows (+ a row-normalised copy)
+  std::int64_t graph =
+      0;  // the part's other mapped arrays (CSR, degrees, ids, labels, splits, send lists)
+  std::int64_t op = 0;           // the normalised operator and its transpose
+  std::int64_t activations = 0;  // what forward keeps: saved slabs, A X, dropout masks, logits
+  std::int64_t gradients = 0;    // gradient slabs between layers, the last layer's slab, d(logits)
+  std::int64_t exchange = 0;     // halo exchange payload buffers
+  std::int64_t weights =
+      0;  // parameters, their gradients and Adam moments, all-reduce buffer, best model
+  std::int64_t transient =
+      0;  // the largest short-lived buffer live at the peak (loss, reductions, metrics)
+  std::int64_t predictions = 0;  // --predictions-out buffers (rank 0 gathers the graph)
+  std::int64_t overhead = 0;     // the process: code, libraries, runtimes (measured constant)
+  std::int64_t total() const;
+  // (name, bytes) in the order above, for printing.
+  std::vector<std::pair<std::string, std::int64_t>> terms() const;
+};
+
+// The measured constant parts of `overhead` (see memory_model.cc for how they were measured).
+std::int64_t process_overhead_bytes(int ranks);
+
+// Predicted peak RSS of one rank of `halo train` on the CPU in FP32: the allocations live at the
+// peak, term by term. Pure; throws ParamError on negative sizes or layers < 1.
+MemoryEstimate estimate_rank_memory(const RankShape& rank, const ModelShape& model);
+
+// Every rank of a `halo train PATH` job and the model its options make.
+struct JobShape {
+  std::vector<RankShape> ranks;  // one per part of a PARTS folder; one for a dataset
+  ModelShape model;
+};
+
+// The shapes `halo train PATH` with these options would train on (PATH: a PARTS folder or a
+// native dataset), read from the files' headers and meta.json only (no checksum, no payload
+// touched, no MPI). Throws what the trainer would for a missing split, labels or features, or
+// bad options.
+JobShape job_shape(const std::filesystem::path& path, const TrainOptions& opt);
+
+}  // namespace halo

@@ -1,0 +1,322 @@
+// The per-rank memory model: a hand-computed golden, the terms adding up, how each term scales
+// with each input, and the model against the measured peak RSS of real training runs (one
+// process, and two ranks under mpirun) on a small generated graph.
+#include "halo/runtime/memory_model.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../test_util.h"
+#include "halo/graph/error.h"
+
+namespace halo {
+namespace {
+
+using test::TempDir;
+namespace fs = std::filesystem;
+
+// A one-process GCN: 1,000 rows, 5,000 nonzeros, 16 features, 8 hidden, 4 classes, 2 layers.
+RankShape small_rank() {
+  RankShape r;
+  r.owned = 1000;
+  r.nnz = 5000;
+  r.features = 16;
+  r.train_rows = 500;
+  r.split_rows = 1000;
+  r.part = false;
+  r.global_nodes = 1000;
+  return r;
+}
+
+ModelShape small_model() {
+  ModelShape m;
+  m.layers = 2;
+  m.hidden = 8;
+  m.out = 4;
+  m.dropout = 0.5f;
+  return m;
+}
+
+// Four ranks' worth of one part: halo rows, send lists.
+RankShape part_rank() {
+  RankShape r = small_rank();
+  r.halo = 400;
+  r.send_rows = 350;
+  r.ranks = 4;
+  r.rank = 1;
+  r.part = true;
+  r.global_nodes = 4000;
+  return r;
+}
+
+TEST(MemoryModel, HandComputedGolden) {
+  const MemoryEstimate e = estimate_rank_memory(small_rank(), small_model());
+  // Both layers transform first (8 <= 16, 4 <= 8): no A X is kept.
+  EXPECT_EQ(e.features, 4 * 1000 * 16);
+  EXPECT_EQ(e.graph,
+            8 * 1001 + 4 * 5000 + 4 * 1000 /*degree*/ + 4 * 1000 /*labels*/ + 4 * 1000 /*split*/);
+  // GCN adds 1,000 self-loops; the transpose has as many entries.
+  EXPECT_EQ(e.op, 8 * 1001 * 2 + 16 * (5000 + 1000));
+  EXPECT_EQ(e.activations, 4 * 1000 * 8 /*saved*/ + 4 * 1000 * 4 /*logits*/);
+  EXPECT_EQ(e.gradients,
+            4 * 1000 * 8 /*grad[0]*/ + 4 * 1000 * 4 /*tail*/ + 4 * 1000 * 4 /*dlogits*/);
+  EXPECT_EQ(e.exchange, 0);
+  const std::int64_t params = 16 * 8 + 8 + 8 * 4 + 4;
+  // value, grad, m, v; the best model and the temporary that replaces it
+  EXPECT_EQ(e.weights, 4 * (4 * params + 2 * params));
+  EXPECT_EQ(e.transient, 8 * 500);  // the loss's per-row vector
+  EXPECT_EQ(e.predictions, 0);
+  EXPECT_EQ(e.overhead, process_overhead_bytes(1));
+}
+
+TEST(MemoryModel, TermsAddUpToTheTotal) {
+  for (const RankShape& r : {small_rank(), part_rank()}) {
+    ModelShape m = small_model();
+    m.batch_norm = true;
+    m.input_dropout = true;
+    m.predictions = true;
+    const MemoryEstimate e = estimate_rank_memory(r, m);
+    std::int64_t sum = 0;
+    for (const auto& [name, bytes] : e.terms()) {
+      EXPECT_GE(bytes, 0) << name;
+      sum += bytes;
+    }
+    EXPECT_EQ(sum, e.total());
+    EXPECT_EQ(e.terms().size(), 10u);
+    EXPECT_EQ(sum, e.features + e.graph + e.op + e.activations + e.gradients + e.exchange +
+                       e.weights + e.transient + e.predictions + e.overhead);
+  }
+}
+
+TEST(MemoryModel, FeaturesScaleWithOwnedRowsTimesWidth) {
+  RankShape r = small_rank();
+  const ModelShape m = small_model();
+  const MemoryEstimate a = estimate_rank_memory(r, m);
+  r.features *= 2;
+  const MemoryEstimate b = estimate_rank_memory(r, m);
+  EXPECT_EQ(b.features, 2 * a.features);
+  EXPECT_EQ(b.op, a.op);
+  ModelShape norm = m;
+  norm.norm_features = true;  // the trainer's row-normalised copy
+  EXPECT_EQ(estimate_rank_memory(r, norm).features, 2 * b.features);
+}
+
+TEST(MemoryModel, OperatorAndGraphScaleWithNonzeros) {
+  RankShape r = small_rank();
+  const ModelShape m = small_model();
+  const MemoryEstimate a = estimate_rank_memory(r, m);
+  r.nnz += 1000;
+  const MemoryEstimate b = estimate_rank_memory(r, m);
+  EXPECT_EQ(b.op - a.op, 16 * 1000);       // index and value, forward and transpose
+  EXPECT_EQ(b.graph - a.graph, 4 * 1000);  // the mapped indices
+  EXPECT_EQ(b.activations, a.activations);
+  ModelShape sage = m;
+  sage.sage = true;  // the mean operator has no self-loops
+  EXPECT_EQ(estimate_rank_memory(r, sage).op, 8 * 1001 * 2 + 16 * 6000);
+}
+
+TEST(MemoryModel, HaloRowsWidenEverySlabThatHoldsThem) {
+  RankShape r = part_rank();
+  const ModelShape m = small_model();
+  const MemoryEstimate a = estimate_rank_memory(r, m);
+  r.halo += 100;
+  const MemoryEstimate b = estimate_rank_memory(r, m);
+  // saved (1 hidden layer x 8) + grad[0] (8) + tail (4) per halo row; operator transpose offsets;
+  // degree; owned-row terms unchanged.
+  EXPECT_EQ(b.activations - a.activations, 4 * 100 * 8);
+  EXPECT_EQ(b.gradients - a.gradients, 4 * 100 * (8 + 4));
+  EXPECT_EQ(b.op - a.op, 8 * 100);
+  EXPECT_EQ(b.graph - a.graph, 4 * 100);
+  EXPECT_EQ(b.features, a.features);
+  EXPECT_EQ(b.exchange,
+            a.exchange);  // exact f32: halo rows land in place, only send rows are buffered
+}
+
+TEST(MemoryModel, ExchangeBuffersScaleWithSendRowsAndWidth) {
+  RankShape r = part_rank();
+  ModelShape m = small_model();
+  const MemoryEstimate a = estimate_rank_memory(r, m);
+  EXPECT_EQ(a.exchange,
+            4 * 350 * 8 + 4 * 350 * 4);  // packed rows (widest 8), received gradients (layer 1: 4)
+  r.send_rows *= 2;
+  EXPECT_EQ(estimate_rank_memory(r, m).exchange, 2 * a.exchange);
+  RankShape one = small_rank();
+  EXPECT_EQ(estimate_rank_memory(one, m).exchange, 0);  // one process exchanges nothing
+  // Staleness keeps every layer's payloads in flight: more than the exact path's two buffers.
+  m.halo_staleness = 1;
+  EXPECT_GT(estimate_rank_memory(part_rank(), m).exchange, a.exchange);
+}
+
+TEST(MemoryModel, AGrowingBufferHoldsItsOldBlockWhileTheNewOneFills) {
+  // Three layers 16 -> 8 -> 8 -> 4: backward receives the last layer's 4-wide gradients first,
+  // then layer 1's 8-wide ones, so in the first epoch recv_buf_ grows from 350 x 4 to 350 x 8
+  // floats with the old block still alive (the measured peak of products-sized runs showed it).
+  const RankShape r = part_rank();
+  ModelShape m = small_model();
+  m.layers = 3;
+  EXPECT_EQ(estimate_rank_memory(r, m).exchange,
+            4 * 350 * (8 /*send_buf_*/ + 4 /*old recv_buf_*/ + 8 /*new*/));
+}
+
+TEST(MemoryModel, Bf16HalvesTheWireNotTheBuffers) {
+  // bf16 payloads are half as wide, but the exact path then buffers both directions and widens
+  // the received gradients to float: with as many send rows as halo rows it costs what f32 does.
+  RankShape r = part_rank();
+  r.send_rows = r.halo;
+  ModelShape m = small_model();
+  const std::int64_t f32 = estimate_rank_memory(r, m).exchange;
+  m.halo_bf16 = true;
+  EXPECT_EQ(estimate_rank_memory(r, m).exchange, f32);
+}
+
+TEST(MemoryModel, HiddenWidthAndLayers) {
+  const RankShape r = part_rank();
+  ModelShape m = small_model();
+  const MemoryEstimate a = estimate_rank_memory(r, m);
+  m.layers = 3;  // one more hidden layer: one more saved all x hidden slab
+  const MemoryEstimate b = estimate_rank_memory(r, m);
+  EXPECT_EQ(b.activations - a.activations, 4 * 1400 * 8);
+  EXPECT_EQ(b.gradients, a.gradients);
+  // value, grad, m, v; the all-reduce buffer; the best model and its temporary
+  EXPECT_EQ(b.weights - a.weights, 4 * (4 + 1 + 2) * (8 * 8 + 8));
+  m = small_model();
+  m.hidden = 32;  // wider than the 16 features: the first layer aggregates first and keeps A X
+  const MemoryEstimate c = estimate_rank_memory(r, m);
+  EXPECT_EQ(c.activations, 4 * 1400 * 32 + 4 * 1000 * 16 + 4 * 1000 * 4);
+}
+
+TEST(MemoryModel, BatchNormKeepsDropoutMasksAsBits) {
+  const RankShape r = small_rank();
+  ModelShape m = small_model();
+  const std::int64_t plain = estimate_rank_memory(r, m).activations;
+  m.batch_norm = true;
+  // One 64-bit word per row holds the mask of 8 columns.
+  EXPECT_EQ(estimate_rank_memory(r, m).activations - plain, 8 * 1000 * 1);
+  m.dropout = 0;
+  EXPECT_EQ(estimate_rank_memory(r, m).activations, plain);
+  m.input_dropout = true;  // no dropout at all: no copy of the input either
+  EXPECT_EQ(estimate_rank_memory(r, m).activations, plain);
+}
+
+TEST(MemoryModel, PredictionsCostRankZeroTheWholeGraph) {
+  RankShape r = part_rank();
+  ModelShape m = small_model();
+  m.predictions = true;
+  EXPECT_EQ(estimate_rank_memory(r, m).predictions, 12 * 1000);
+  r.rank = 0;
+  EXPECT_EQ(estimate_rank_memory(r, m).predictions, 8 * 1000 + 16 * 4000);
+}
+
+TEST(MemoryModel, RefusesImpossibleShapes) {
+  RankShape r = small_rank();
+  r.halo = -1;
+  EXPECT_THROW(estimate_rank_memory(r, small_model()), ParamError);
+  ModelShape m = small_model();
+  m.layers = 0;
+  EXPECT_THROW(estimate_rank_memory(small_rank(), m), ParamError);
+  r = small_rank();
+  r.rank = 1;  // of a one-rank job
+  EXPECT_THROW(estimate_rank_memory(r, small_model()), ParamError);
+}
+
+// ---- Against measurements ------------------------------------------------------------------
+
+int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string halo() { return test::configured("HALO_BINARY", HALO_BINARY); }
+
+// Every rank's peak RSS from the summary record of a --log file (rank_peak_rss_mb; one
+// process: peak_rss_mb), in bytes.
+std::vector<double> logged_peaks(const fs::path& log) {
+  std::ifstream f(log);
+  std::vector<double> mb;
+  for (std::string line; std::getline(f, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("type", "") != "summary") continue;
+    mb = j.contains("rank_peak_rss_mb") ? j.at("rank_peak_rss_mb").get<std::vector<double>>()
+                                        : std::vector<double>{j.at("peak_rss_mb").get<double>()};
+  }
+  for (double& x : mb) x *= double(1 << 20);
+  return mb;
+}
+
+// A generated graph whose modelled terms (~150 MiB) are large next to the process's constant
+// (~12 MiB), so the comparison tests the terms rather than the constant.
+class Graph : public ::testing::Environment {
+ public:
+  static fs::path dir() {
+    return fs::temp_directory_path() / ("halo-memory-model-" + std::to_string(getpid()));
+  }
+  void SetUp() override {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);  // containers may forbid CMA
+    setenv("HALO_SUPERVISE", "0", 1);
+    fs::create_directories(dir());
+    const std::string d = dir().string();
+    ASSERT_EQ(
+        shell(halo() +
+              " generate --nodes 60000 --avg-degree 20 --features 64 --classes 16 --seed 2 -o " +
+              d + "/g > /dev/null 2>&1"),
+        0);
+    ASSERT_EQ(shell(halo() + " partition " + d + "/g -k 2 -o " + d + "/g-2 > /dev/null 2>&1"), 0);
+  }
+  void TearDown() override { fs::remove_all(dir()); }
+};
+const auto* const kGraph = ::testing::AddGlobalTestEnvironment(new Graph);
+
+// Trains `path` (under `launcher`) and compares every rank's measured peak with its prediction.
+void expect_within(double tolerance, const std::string& launcher, const fs::path& path,
+                   const TrainOptions& o, const std::string& flags) {
+  TempDir t;
+  const std::string cmd = launcher + halo() + " train " + path.string() + " " + flags +
+                          " --epochs 2 --eval-every 2 --quiet --log " + (t / "log.jsonl").string() +
+                          " > " + (t / "out.txt").string() + " 2>&1";
+  ASSERT_EQ(shell(cmd), 0) << cmd << "\n" << test::read_bytes(t / "out.txt");
+  const JobShape job = job_shape(path, o);
+  const std::vector<double> measured = logged_peaks(t / "log.jsonl");
+  ASSERT_EQ(measured.size(), job.ranks.size());
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    const double predicted = double(estimate_rank_memory(job.ranks[r], job.model).total());
+    EXPECT_NEAR(predicted / measured[r], 1.0, tolerance)
+        << "rank " << r << ": measured " << measured[r] / (1 << 20) << " MiB, predicted "
+        << predicted / (1 << 20) << " MiB";
+  }
+}
+
+// The tolerance: on the arxiv- and products-sized graphs the model lands within 1% of every
+// rank (docs/BENCHMARKS.md; measured here: +1.3% for one process, -1.8% for two ranks). On this
+// small graph the process constant (about 12 MiB for one process and 21 MiB under mpirun with
+// this machine's libraries) is 8-15% of the total, so 15% leaves room for another machine's
+// constant without hiding a missing slab (each is 15-30 MiB here).
+constexpr double kTolerance = 0.15;
+
+TEST(MemoryModelMeasured, OneProcessWithinTolerance) {
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);  // its shape (3 layers, batch norm, dropout), narrower
+  o.model.hidden = 128;
+  expect_within(kTolerance, "", Graph::dir() / "g", o,
+                "--preset ogbn-arxiv-gcn --hidden 128 --threads 2");
+}
+
+TEST(MemoryModelMeasured, TwoRanksWithinTolerance) {
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);
+  o.model.hidden = 128;
+  const std::string mpirun =
+      test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " --oversubscribe --bind-to none -np 2 ";
+  expect_within(kTolerance, mpirun, Graph::dir() / "g-2", o,
+                "--preset ogbn-arxiv-gcn --hidden 128 --threads 1");
+}
+
+}  // namespace
+}  // namespace halo
