@@ -89,9 +89,9 @@ cluster_load() {
 cluster_bytes() {
   local s=$1
   case "$s" in
-    *[kK]) awk -v x="${s%?}" 'BEGIN { printf "%d", x * 1024 }' ;;
-    *[mM]) awk -v x="${s%?}" 'BEGIN { printf "%d", x * 1048576 }' ;;
-    *[gG]) awk -v x="${s%?}" 'BEGIN { printf "%d", x * 1073741824 }' ;;
+    *[kK]) awk -v x="${s%?}" 'BEGIN { printf "%.0f", x * 1024 }' ;;
+    *[mM]) awk -v x="${s%?}" 'BEGIN { printf "%.0f", x * 1048576 }' ;;
+    *[gG]) awk -v x="${s%?}" 'BEGIN { printf "%.0f", x * 1073741824 }' ;;
     *[0-9]) echo "$s" ;;
     *) cluster_die "'$s': expected a size such as 512M or 2G" ;;
   esac
