@@ -54,10 +54,13 @@ int locked(F&& call) {
 
 class MpiPending;
 
-// Bulk transfers: how halo exchanges are cut and paced while the progress thread runs.
+// Bulk transfers: how halo exchanges are cut and paced while the progress thread runs. A chunk
+// must be larger than MPI's eager limit (Open MPI over TCP: 64 KiB with its header): an eager
+// send completes as soon as it is buffered, so "in flight" would count nothing and everything
+// would queue again (measured: 63 KiB chunks paced nothing, 64-256 KiB did).
 struct Pacing {
   bool on = false;              // off: every block is posted at once
-  std::size_t chunk = 1 << 18;  // bytes per message (HALO_MPI_CHUNK_KB, default 256)
+  std::size_t chunk = 1 << 17;  // bytes per message (HALO_MPI_CHUNK_KB, default 128)
   int depth = 4;                // sends in flight per peer (HALO_MPI_CHUNKS, default 4)
 };
 Pacing g_pacing;
