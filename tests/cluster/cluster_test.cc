@@ -24,6 +24,7 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/staging.h"
 #include "../test_util.h"
+#include "../train_log.h"
 
 namespace halo {
 namespace {
@@ -151,22 +152,9 @@ class Data : public ::testing::Environment {
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Data);
 fs::path data(const std::string& name) { return Data::dir() / name; }
 
-std::vector<json> read_log(const fs::path& p) {
-  std::vector<json> out;
-  std::ifstream f(p);
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
-
-std::map<int, json> epochs(const std::vector<json>& log) {
-  std::map<int, json> m;
-  for (const auto& r : log)
-    if (r["type"] == "epoch") m[r["epoch"].get<int>()] = r;
-  return m;
-}
-
-double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), 1e-12); }
+using test::epochs;
+using test::read_log;
+using test::rel;
 
 json checkpoint_meta(const fs::path& dir) {
   const json raw = json::parse(test::read_bytes(dir / "meta.json"));

@@ -22,6 +22,7 @@
 #include "halo/partition/parts.h"
 #include "halo/runtime/halo_exchange.h"
 #include "../test_util.h"
+#include "../train_log.h"
 
 namespace halo {
 namespace {
@@ -85,22 +86,9 @@ const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Data);
 
 fs::path data(const std::string& name) { return Data::dir() / name; }
 
-std::vector<json> read_log(const fs::path& p) {
-  std::vector<json> out;
-  std::ifstream f(p);
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
-
-std::map<int, json> epochs(const std::vector<json>& log) {
-  std::map<int, json> m;
-  for (const auto& r : log)
-    if (r["type"] == "epoch") m[r["epoch"].get<int>()] = r;
-  return m;
-}
-
-double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(a), 1e-12); }
+using test::epochs;
+using test::read_log;
+using test::rel;
 
 // Trains on one process and on K ranks with the same options and compares every epoch, the
 // summary and the final weights.
