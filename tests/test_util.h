@@ -3,9 +3,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +59,42 @@ inline void write_gz(const fs::path& p, const std::string& text) {
 inline std::string read_bytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// What a shell command did: its exit code (128 + N when a signal N ended it, as a shell says),
+// its wall time, and its output.
+struct Run {
+  int code = -1;
+  double seconds = 0;
+  std::string out, err;  // err stays empty when the two streams go to one file
+};
+
+// Runs `cmd` through /bin/sh with its output redirected as `redirect` says.
+inline Run shell_redirected(const std::string& cmd, const std::string& redirect) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(("{ " + cmd + "; }" + redirect).c_str());
+  Run r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// Runs `cmd` with stdout and stderr captured apart in dir (the capture files are removed).
+inline Run shell(const std::string& cmd, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  Run r = shell_redirected(cmd, " >" + out.string() + " 2>" + err.string());
+  r.out = read_bytes(out);
+  r.err = read_bytes(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+// Runs `cmd` with stdout and stderr together in out_file (kept), and in Run::out.
+inline Run shell_merged(const std::string& cmd, const fs::path& out_file) {
+  Run r = shell_redirected(cmd, " >" + out_file.string() + " 2>&1");
+  r.out = read_bytes(out_file);
+  return r;
 }
 
 // Paths compiled in by CMake, each overridable by the environment variable of the same name —

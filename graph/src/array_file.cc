@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "halo/graph/error.h"
+#include "halo/graph/staging.h"
 
 namespace halo {
 namespace {
@@ -146,6 +147,15 @@ ArrayInfo ArrayFileWriter::finish() {
   info_.crc32 = crc_of_file(fd_, path_, kArrayHeaderBytes, payload);
   const Header h = make_header(info_);
   pwrite_all(fd_, path_, &h, sizeof h, 0);
+  // Synced before the rename that commits its folder: a full disk or an I/O error seen only by
+  // fsync (delayed allocation, NFS) must fail the write, not surface later as a corrupt array.
+  try {
+    sync_fd(fd_, path_);
+  } catch (...) {
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
   if (::close(fd_) != 0) {
     fd_ = -1;
     throw_system(path_, "close failed");
@@ -177,10 +187,15 @@ Array<T> map_array(const std::filesystem::path& path, ArrayInfo* out_info, bool 
   if (h.dtype != std::uint32_t(dtype_of<T>()))
     throw_input(path, 0, std::string("expected dtype ") + dtype_name(dtype_of<T>()) + ", found " +
                              dtype_name(DType(h.dtype)));
-  if (h.payload_bytes != h.rows * h.cols * sizeof(T))
+  // Checked in this order so that no product or sum below can wrap: a header claiming 2^62 x 4
+  // elements must not pass as a small payload (it would map a few bytes and index far past them).
+  std::uint64_t elements = 0, expect_payload = 0;
+  if (__builtin_mul_overflow(h.rows, h.cols, &elements) ||
+      __builtin_mul_overflow(elements, std::uint64_t(sizeof(T)), &expect_payload) ||
+      h.payload_bytes != expect_payload)
     throw_input(path, 0, "header shape " + std::to_string(h.rows) + "x" + std::to_string(h.cols) +
-                             " disagrees with its payload size");
-  if (size != sizeof h + h.payload_bytes)
+                             " disagrees with its payload size " + std::to_string(h.payload_bytes));
+  if (h.payload_bytes > size || size - sizeof h != h.payload_bytes)
     throw_input(path, 0, "truncated: expected " + std::to_string(sizeof h + h.payload_bytes) +
                              " bytes, found " + std::to_string(size));
   if (verify) {

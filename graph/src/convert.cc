@@ -45,12 +45,31 @@ bool is_temporal(Format f) {
   return f == Format::kKonect || f == Format::kSnap || f == Format::kJodie;
 }
 
+namespace {
+
+// fs::exists without the exception: a path that cannot be looked at (a symlink loop, a
+// directory without permission) is the input's problem, reported like any other.
+bool present(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (st.type() == fs::file_type::not_found) return false;
+  if (ec) throw InputError(p.string() + ": cannot read: " + ec.message());
+  return true;
+}
+
+bool is_dir(const fs::path& p) { return present(p) && fs::is_directory(fs::status(p)); }
+
+}  // namespace
+
 Format detect_format(const fs::path& path) {
-  if (fs::is_directory(path)) {
-    if (fs::is_directory(path / "raw")) return Format::kOgb;
+  if (!present(path)) throw InputError(path.string() + ": no such file or directory");
+  if (is_dir(path)) {
+    if (is_dir(path / "raw")) return Format::kOgb;
+    if (present(path / "meta.json"))
+      throw InputError(path.string() + ": a halo dataset or partition already (meta.json): convert reads "
+                                       "raw formats (an OGB root with raw/, METIS, edge or event lists)");
     throw InputError(path.string() + ": a directory without raw/: expected an OGB dataset root");
   }
-  if (!fs::exists(path)) throw InputError(path.string() + ": no such file or directory");
   const std::string ext = path.extension().string();
   if (ext == ".graph" || ext == ".mgraph" || ext == ".metis") return Format::kMetis;
   const std::string first = read_first_line(path);
@@ -71,7 +90,7 @@ struct OgbPaths {
 };
 
 fs::path require(const fs::path& p, const std::string& why) {
-  if (!fs::exists(p)) throw InputError(p.string() + ": missing (" + why + ")");
+  if (!present(p)) throw InputError(p.string() + ": missing (" + why + ")");
   return p;
 }
 
@@ -84,7 +103,9 @@ std::int64_t stream_text_features(const fs::path& path, std::int64_t n, DatasetW
   const int f = head.count_fields();
   if (f == 0) throw_input(path, 1, "expected feature values, found an empty line");
   auto out = w.open("features", DType::kFloat32, std::uint64_t(n), std::uint64_t(f));
-  constexpr std::int64_t kBatch = 4096;
+  // Rows are written 4096 at a time, fewer when rows are wide: the batch stays within 16 MiB
+  // whatever the column count of the first line claims.
+  const std::int64_t kBatch = std::clamp<std::int64_t>((std::int64_t(16) << 20) / (4 * std::int64_t(f)), 1, 4096);
   std::vector<float> batch(static_cast<std::size_t>(kBatch * f));
   std::int64_t rows = 0, batch_start = 0, in_batch = 0;
   *text_bytes += for_each_line(path, [&](LineCursor& c) {
@@ -121,6 +142,12 @@ std::int64_t stream_npz_features(const NpzReader& npz, const fs::path& path, std
   auto out = w.open("features", DType::kFloat32, std::uint64_t(n), f);
   std::vector<float> row(f);
   stream_as<float>(npz, "node_feat", [&](const float* v, std::size_t count, std::uint64_t first) {
+    // Features are finite whatever format they come in (DESIGN.md, invariant 7).
+    for (std::size_t i = 0; i < count; ++i)
+      if (!std::isfinite(v[i]))
+        throw_input(path, 0, "node_feat[" + std::to_string((first + i) / f) + ", " +
+                                 std::to_string((first + i) % f) + "] is " + (std::isnan(v[i]) ? "NaN" : "infinite") +
+                                 ": expected finite features");
     if (inv.empty()) {
       // Whole rows go straight out; a partial row is completed through the row buffer.
       std::uint64_t i = 0;
@@ -185,7 +212,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
   OgbPaths p;
   p.root = input;
   p.raw = input / "raw";
-  p.binary = fs::exists(p.raw / "data.npz") && !fs::exists(p.raw / "edge.csv.gz");
+  p.binary = present(p.raw / "data.npz") && !present(p.raw / "edge.csv.gz");
   GraphDataset d;
   d.name = opt.name.empty() ? fs::absolute(input).lexically_normal().filename().string() : opt.name;
   if (d.name.empty()) d.name = fs::absolute(input).parent_path().filename().string();
@@ -226,12 +253,12 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
   if (p.binary) {
     if (npz->contains("node_feat"))
       d.num_features = stream_npz_features(*npz, p.raw / "data.npz", n, w, inv);
-  } else if (fs::exists(p.raw / "node-feat.csv.gz")) {
+  } else if (present(p.raw / "node-feat.csv.gz")) {
     d.num_features = stream_text_features(p.raw / "node-feat.csv.gz", n, w, inv, &rep.text_bytes);
   }
 
   std::vector<std::int32_t> labels;
-  if (p.binary && fs::exists(p.raw / "node-label.npz")) {
+  if (p.binary && present(p.raw / "node-label.npz")) {
     const fs::path lp = p.raw / "node-label.npz";
     NpzReader lab(lp);
     const NpyArrayInfo info = lab.info("node_label");
@@ -251,7 +278,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
         }
       }
     });
-  } else if (fs::exists(p.raw / "node-label.csv.gz")) {
+  } else if (present(p.raw / "node-label.csv.gz")) {
     labels = read_ogb_labels(p.raw / "node-label.csv.gz", n, &d.label_cols, &rep.text_bytes);
   }
   if (d.label_cols > 0) {
@@ -265,19 +292,24 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
   }
 
   const fs::path split_root = p.root / "split";
-  if (fs::is_directory(split_root)) {
+  if (is_dir(split_root)) {
     std::vector<fs::path> names;
     for (const auto& entry : fs::directory_iterator(split_root))
-      if (entry.is_directory()) names.push_back(entry.path());
+      if (is_dir(entry.path())) names.push_back(entry.path());
     std::sort(names.begin(), names.end());
+    std::vector<std::uint8_t> owner;  // per node: 0, or 1/2/3 for train/valid/test of this split
     for (const auto& dir : names) {
       Split s;
       s.name = dir.filename().string();
+      owner.assign(std::size_t(n), 0);
+      std::vector<std::string> files;  // the set files read so far, named in overlap errors
       auto load = [&](const char* part) {
         fs::path f = dir / (std::string(part) + ".csv.gz");
-        if (!fs::exists(f) && fs::exists(dir / (std::string(part) + ".csv"))) f = dir / (std::string(part) + ".csv");
+        if (!present(f) && present(dir / (std::string(part) + ".csv"))) f = dir / (std::string(part) + ".csv");
         require(f, std::string("split '") + s.name + "' needs train, valid and test");
-        std::vector<NodeId> ids = read_index_file(f, n, &rep.text_bytes);
+        files.push_back(f.filename().string());
+        std::vector<NodeId> ids =
+            read_index_file(f, n, owner, std::uint8_t(files.size()), files, &rep.text_bytes);
         if (!inv.empty()) {
           for (auto& v : ids) v = inv[std::size_t(v)];
           std::sort(ids.begin(), ids.end());
@@ -308,19 +340,32 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
 
 ConvertReport convert(const fs::path& input, const fs::path& output, const ConvertOptions& opt) {
   Stopwatch clock;
+  // Before any reading (staging.h): an output that exists without --force, is not a halo
+  // dataset, or would replace or write into the input is refused.
+  resolve_dir_output(output, "halo-dataset", opt.overwrite, {input});
   if (opt.reorder != "none" && opt.reorder != "rcm")
     throw ParamError("unknown --reorder '" + opt.reorder + "' (expected none or rcm)");
+  if (opt.num_nodes < 0 || opt.num_nodes > kMaxNodes)
+    throw ParamError("--num-nodes must be in [1, " + std::to_string(kMaxNodes) + "], got " +
+                     std::to_string(opt.num_nodes));
   const Format f = opt.format == Format::kAuto ? detect_format(input) : opt.format;
   if (opt.reorder == "rcm" && (opt.directed || is_temporal(f)))
     throw ParamError("--reorder rcm needs an undirected graph");
+  // A flag the format ignores would be silently dropped: say so instead.
+  if (f != Format::kEdgeList && (opt.num_nodes > 0 || opt.one_based))
+    throw ParamError(std::string(opt.num_nodes > 0 ? "--num-nodes" : "--one-based") +
+                     " applies to edge lists only, not to " + format_name(f) + " input");
+  if (opt.allow_sparse_ids && f != Format::kEdgeList && !is_temporal(f))
+    throw ParamError(std::string("--allow-sparse-ids applies to edge and event lists only, not to ") +
+                     format_name(f) + " input");
   ConvertReport rep;
   if (f == Format::kOgb) {
-    if (!fs::is_directory(input)) throw InputError(input.string() + ": expected an OGB dataset directory");
+    if (!is_dir(input)) throw InputError(input.string() + ": expected an OGB dataset directory");
     rep = convert_ogb(input, output, opt);
   } else if (is_temporal(f)) {
-    TemporalDataset t = f == Format::kKonect ? read_konect(input)
-                        : f == Format::kSnap ? read_snap(input)
-                                             : read_jodie(input);
+    TemporalDataset t = f == Format::kKonect ? read_konect(input, opt.allow_sparse_ids)
+                        : f == Format::kSnap ? read_snap(input, opt.allow_sparse_ids)
+                                             : read_jodie(input, opt.allow_sparse_ids);
     if (!opt.name.empty()) t.name = opt.name;
     write_temporal_dataset(t, output, opt.overwrite);
     rep.kind = "temporal";
@@ -331,7 +376,8 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
                          ? read_metis(input)
                          : read_edge_list(input, {.one_based = opt.one_based,
                                                   .directed = opt.directed,
-                                                  .num_nodes = opt.num_nodes});
+                                                  .num_nodes = opt.num_nodes,
+                                                  .allow_sparse_ids = opt.allow_sparse_ids});
     if (!opt.name.empty()) d.name = opt.name;
     if (opt.reorder == "rcm") {
       reorder_dataset(d, rcm_order(d.graph.view()));

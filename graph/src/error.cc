@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "halo/graph/staging.h"
+
 namespace halo {
 
 void throw_input(const std::filesystem::path& file, std::int64_t line, const std::string& what) {
@@ -14,7 +16,7 @@ void throw_input(const std::filesystem::path& file, std::int64_t line, const std
 
 void throw_system(const std::filesystem::path& file, const std::string& what) {
   const int err = errno;
-  throw SystemError(file.string() + ": " + what + ": " + std::strerror(err));
+  throw SystemError(shown_path(file).string() + ": " + what + ": " + std::strerror(err));
 }
 
 }  // namespace halo

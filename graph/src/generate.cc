@@ -48,6 +48,12 @@ namespace {
 
 constexpr std::int64_t kEdgeChunk = 1 << 20;
 constexpr std::int64_t kNodeChunk = 1 << 14;
+// Bounds on sizes, far above any use and checked before anything is allocated: 2^34 edges is
+// ten times ogbn-papers100M; feature rows are built kNodeChunk at a time (a 4096-wide chunk
+// is 256 MiB of floats, 1 GiB of OGB text); one alias table is built per class.
+constexpr std::int64_t kMaxGeneratedEdges = std::int64_t(1) << 34;
+constexpr std::int64_t kMaxGeneratedFeatures = 4096;
+constexpr std::int64_t kMaxGeneratedClasses = 16384;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
   x += 0x9e3779b97f4a7c15ull;
@@ -276,14 +282,27 @@ struct Model {
   std::int64_t node_chunks() const { return (o.nodes + kNodeChunk - 1) / kNodeChunk; }
 };
 
+// Every real option is finite (DESIGN.md, invariant 7): comparisons alone let inf through
+// (inf > 0), and NaN fails every comparison, so each check is written to be false for NaN.
+// Sizes are bounded before anything is allocated: a typo must be a one-line error, not an
+// allocation of terabytes.
 void check(const GenerateOptions& o) {
   if (o.nodes < 2 || o.nodes > kMaxNodes) throw ParamError("--nodes must be in [2, 2^31)");
-  if (o.edges < 0 || (o.edges == 0 && !(o.avg_degree > 0)))
-    throw ParamError("--avg-degree must be positive (or give --edges)");
-  if (o.features < 0) throw ParamError("--features must be >= 0");
-  if (o.classes < 1 || o.classes > o.nodes) throw ParamError("--classes must be in [1, nodes]");
+  if (o.edges < 0 || o.edges > kMaxGeneratedEdges)
+    throw ParamError("--edges must be in [1, " + std::to_string(kMaxGeneratedEdges) + "], got " +
+                     std::to_string(o.edges));
+  if (o.edges == 0 && !(std::isfinite(o.avg_degree) && o.avg_degree > 0))
+    throw ParamError("--avg-degree must be a finite number > 0 (or give --edges)");
+  if (o.edges == 0 && double(o.nodes) * o.avg_degree / 2 > double(kMaxGeneratedEdges))
+    throw ParamError("--avg-degree " + std::to_string(o.avg_degree) + " draws more than " +
+                     std::to_string(kMaxGeneratedEdges) + " edges for " + std::to_string(o.nodes) + " nodes");
+  if (o.features < 0 || o.features > kMaxGeneratedFeatures)
+    throw ParamError("--features must be in [0, " + std::to_string(kMaxGeneratedFeatures) + "]");
+  if (o.classes < 1 || o.classes > o.nodes || o.classes > kMaxGeneratedClasses)
+    throw ParamError("--classes must be in [1, min(nodes, " + std::to_string(kMaxGeneratedClasses) + ")]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw ParamError("--homophily must be in [0, 1]");
-  if (!(o.skew > 1)) throw ParamError("skew must be > 1");
+  if (!(std::isfinite(o.skew) && o.skew > 1)) throw ParamError("skew must be a finite number > 1");
+  if (!(std::isfinite(o.noise) && o.noise >= 0)) throw ParamError("--noise must be a finite number >= 0");
   if (!(o.locality >= 0 && o.locality <= 1)) throw ParamError("--locality must be in [0, 1]");
   if (o.community_size < 1) throw ParamError("--community-size must be >= 1");
   if (o.neighbourhood_classes < 1) throw ParamError("--neighbourhood-classes must be >= 1");
@@ -377,7 +396,7 @@ void write_gz(const fs::path& path, std::int64_t blocks, Fn&& make_block, const 
 
 void write_ogb(const Model& g, const fs::path& dir) {
   const auto& o = g.o;
-  StagingDir stage(dir, o.overwrite);
+  StagingDir stage(dir, "ogb", o.overwrite);
   const fs::path raw = stage.path() / "raw";
   const fs::path split = stage.path() / "split" / "random";
   fs::create_directories(raw);
@@ -455,6 +474,7 @@ GeneratedPlace generated_place(const GenerateOptions& options, std::int64_t v) {
 GenerateReport generate(const fs::path& dir, const GenerateOptions& options) {
   Stopwatch clock;
   check(options);
+  resolve_dir_output(dir, options.format == "ogb" ? "ogb" : "halo-dataset", options.overwrite);  // before the work
   const Model g(options);
   if (options.format == "ogb")
     write_ogb(g, dir);

@@ -1,9 +1,12 @@
 // Parallel gzip: one member per block, compressed on all cores, appended in order.
 #include "halo/graph/gzip_writer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "halo/graph/error.h"
+#include "halo/graph/staging.h"
 
 namespace halo {
 namespace {
@@ -27,12 +30,12 @@ std::string gzip_member(const std::string& text, int level, const std::filesyste
 }  // namespace
 
 GzipWriter::GzipWriter(const std::filesystem::path& path, int level) : path_(path), level_(level) {
-  f_ = std::fopen(path.c_str(), "wb");
-  if (!f_) throw_system(path, "cannot create");
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_system(path, "cannot create");
 }
 
 GzipWriter::~GzipWriter() {
-  if (f_) std::fclose(f_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void GzipWriter::write_blocks(const std::vector<std::string>& blocks) {
@@ -50,21 +53,23 @@ void GzipWriter::write_blocks(const std::vector<std::string>& blocks) {
     }
   }
   if (err) std::rethrow_exception(err);
-  for (const auto& p : packed)
-    if (!p.empty() && std::fwrite(p.data(), 1, p.size(), f_) != p.size())
-      throw_system(path_, "write failed");
+  for (const auto& p : packed) {
+    write_all(fd_, path_, p.data(), p.size());
+    wrote_ = wrote_ || !p.empty();
+  }
 }
 
 void GzipWriter::close() {
-  if (!f_) return;
+  if (fd_ < 0) return;
   // An empty file is not valid gzip: write one empty member so readers see an empty stream.
-  if (std::ftell(f_) == 0) {
+  if (!wrote_) {
     const std::string empty = gzip_member("", level_, path_);
-    std::fwrite(empty.data(), 1, empty.size(), f_);
+    write_all(fd_, path_, empty.data(), empty.size());
   }
-  const int rc = std::fclose(f_);
-  f_ = nullptr;
-  if (rc != 0) throw_system(path_, "close failed");
+  sync_fd(fd_, path_);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw_system(path_, "close failed");
 }
 
 }  // namespace halo

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "halo/graph/formats.h"
+#include "halo/graph/staging.h"
 #include "halo/graph/text.h"
 
 namespace halo {
@@ -38,7 +39,7 @@ GraphDataset read_metis(const std::filesystem::path& path) {
       if (!c.at_end()) {
         const std::string fmt(c.next_field("fmt"));
         if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string::npos)
-          c.fail("expected fmt of up to three 0/1 digits, found '" + fmt + "'");
+          c.fail("expected fmt of up to three 0/1 digits, found '" + printable(fmt, 40) + "'");
         const std::string f3 = std::string(3 - fmt.size(), '0') + fmt;
         has_vsize = f3[0] == '1';
         has_vwgt = f3[1] == '1';
@@ -48,14 +49,22 @@ GraphDataset read_metis(const std::filesystem::path& path) {
       if (!c.at_end()) {
         ncon = c.next_int("ncon");
         if (ncon < 1 || !has_vwgt) c.fail("ncon must be >= 1 and needs fmt with vertex weights");
+        // Multi-constraint partitioning balances a handful of weights; a huge ncon is a typo
+        // that would make every vertex line ncon numbers long.
+        if (ncon > 1024) c.fail("ncon " + std::to_string(ncon) + " out of range [1, 1024]");
       }
       c.expect_end(4);
       edges.num_nodes = n;
-      edges.src.reserve(std::size_t(2 * m));
-      edges.dst.reserve(std::size_t(2 * m));
-      if (has_ewgt) edges.weight.reserve(std::size_t(2 * m));
-      vwgt.reserve(std::size_t(n * ncon));
-      line_of.reserve(std::size_t(n));
+      // The header's counts are claims until the body is read: reserving them outright would
+      // let one wrong digit allocate gigabytes, so vectors start at most 16M and grow.
+      const auto capped = [](std::int64_t want) {
+        return std::size_t(std::clamp<std::int64_t>(want, 0, std::int64_t(1) << 24));
+      };
+      edges.src.reserve(capped(2 * m));
+      edges.dst.reserve(capped(2 * m));
+      if (has_ewgt) edges.weight.reserve(capped(2 * m));
+      vwgt.reserve(capped(n * ncon));
+      line_of.reserve(capped(n));
       return;
     }
     if (vertex == n) {
@@ -122,29 +131,18 @@ GraphDataset read_metis(const std::filesystem::path& path) {
 
 void write_metis(const std::filesystem::path& path, const CsrView& g, const std::int32_t* vwgt,
                  int ncon) {
-  const std::filesystem::path tmp = path.string() + ".halo-tmp-" + std::to_string(getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw_system(tmp, "cannot create");
-  struct Guard {
-    std::FILE*& f;
-    const std::filesystem::path& tmp;
-    bool done = false;
-    ~Guard() {
-      if (f) std::fclose(f);
-      if (!done) std::remove(tmp.c_str());
-    }
-  } guard{f, tmp};
+  StagedFile f(path);  // checked writes, renamed over path when complete (staging.h)
   const bool ew = g.values != nullptr;
   std::string fmt = ncon > 0 ? (ew ? " 011" : " 010") : (ew ? " 001" : "");
   if (ncon > 1) {
     fmt += ' ';
     fmt += std::to_string(ncon);
   }
-  std::fprintf(f, "%lld %lld%s\n", (long long)g.num_nodes, (long long)(g.num_edges() / 2), fmt.c_str());
+  f.write(std::to_string(g.num_nodes) + " " + std::to_string(g.num_edges() / 2) + fmt + "\n");
   std::vector<char> buf(1 << 20);
   std::size_t used = 0;
   auto flush = [&] {
-    if (used && std::fwrite(buf.data(), 1, used, f) != used) throw_system(tmp, "write failed");
+    f.write(buf.data(), used);
     used = 0;
   };
   auto put = [&](std::int64_t v, char sep) {
@@ -163,13 +161,7 @@ void write_metis(const std::filesystem::path& path, const CsrView& g, const std:
     buf[used++] = '\n';
   }
   flush();
-  if (std::fclose(f) != 0) {
-    f = nullptr;
-    throw_system(tmp, "close failed");
-  }
-  f = nullptr;
-  std::filesystem::rename(tmp, path);
-  guard.done = true;
+  f.commit();
 }
 
 }  // namespace halo

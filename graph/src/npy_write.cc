@@ -1,12 +1,9 @@
 // The .npy writer (format 1.0): magic, version, header length, a Python dict literal padded
 // with spaces to a 64-byte boundary, then the raw data.
-#include <unistd.h>
-
-#include <cstdio>
 #include <string>
 
-#include "halo/graph/error.h"
 #include "halo/graph/npz.h"
+#include "halo/graph/staging.h"
 
 namespace halo {
 
@@ -24,21 +21,15 @@ void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t r
   const std::size_t unpadded = 10 + header.size() + 1;  // magic(6) version(2) len(2) ... '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  const std::filesystem::path tmp = path.string() + ".halo-tmp-" + std::to_string(getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw_system(tmp, "cannot create");
+  StagedFile f(path);  // checked writes, renamed over path when complete (staging.h)
   const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                                  static_cast<unsigned char>(header.size() & 0xff),
                                  static_cast<unsigned char>(header.size() >> 8)};
   const std::uint64_t count = rows * (cols == 0 ? 1 : cols);
-  const bool ok = std::fwrite(pre, 1, 10, f) == 10 &&
-                  std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-                  std::fwrite(data, sizeof(T), count, f) == count;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    throw_system(tmp, "write failed");
-  }
-  std::filesystem::rename(tmp, path);
+  f.write(pre, sizeof pre);
+  f.write(header);
+  f.write(data, std::size_t(count) * sizeof(T));
+  f.commit();
 }
 
 template void write_npy<std::int64_t>(const std::filesystem::path&, const std::int64_t*, std::uint64_t, std::uint64_t);

@@ -1,11 +1,24 @@
 // OGB node-property raw layout, text part: count files, edges, labels, split index files.
 // Features are streamed straight to disk by the converter (convert.cc), never held in memory.
+#include <algorithm>
 #include <cmath>
 
 #include "halo/graph/formats.h"
 #include "halo/graph/text.h"
 
 namespace halo {
+namespace {
+
+// Counts in a file's header are what it claims, not what it holds: reserving them outright
+// would let one digit too many allocate gigabytes before the first line is checked, so
+// vectors start at most this large and grow with what is actually read.
+constexpr std::int64_t kMaxReserve = std::int64_t(1) << 24;
+
+std::size_t capped(std::int64_t want) {
+  return std::size_t(std::clamp<std::int64_t>(want, 0, kMaxReserve));
+}
+
+}  // namespace
 
 std::int64_t read_count_file(const std::filesystem::path& path) {
   std::int64_t value = -1, lines = 0;
@@ -25,8 +38,8 @@ EdgeList read_ogb_edges(const std::filesystem::path& path, std::int64_t n, std::
                         std::uint64_t* text_bytes) {
   EdgeList edges;
   edges.num_nodes = n;
-  edges.src.reserve(std::size_t(e));
-  edges.dst.reserve(std::size_t(e));
+  edges.src.reserve(capped(e));
+  edges.dst.reserve(capped(e));
   std::int64_t count = 0;
   const std::uint64_t bytes = for_each_line(path, [&](LineCursor& c) {
     if (++count > e)
@@ -56,7 +69,7 @@ std::vector<std::int32_t> read_ogb_labels(const std::filesystem::path& path, std
     if (width == 0) {
       width = c.count_fields();
       if (width == 0) c.fail("expected at least one label column, found an empty line");
-      labels.reserve(std::size_t(n) * std::size_t(width));
+      labels.reserve(capped(n * width));
     }
     if (++rows > n)
       c.fail("more label rows than the " + std::to_string(n) + " nodes of num-node-list.csv.gz");
@@ -82,6 +95,14 @@ std::vector<std::int32_t> read_ogb_labels(const std::filesystem::path& path, std
 
 std::vector<NodeId> read_index_file(const std::filesystem::path& path, std::int64_t n,
                                     std::uint64_t* text_bytes) {
+  std::vector<std::uint8_t> owner(std::size_t(std::max<std::int64_t>(n, 0)), 0);
+  return read_index_file(path, n, owner, 1, {}, text_bytes);
+}
+
+std::vector<NodeId> read_index_file(const std::filesystem::path& path, std::int64_t n,
+                                    std::vector<std::uint8_t>& owner, std::uint8_t tag,
+                                    const std::vector<std::string>& tag_files,
+                                    std::uint64_t* text_bytes) {
   std::vector<NodeId> ids;
   const std::uint64_t bytes = for_each_line(path, [&](LineCursor& c) {
     if (c.blank()) return;
@@ -89,6 +110,15 @@ std::vector<NodeId> read_index_file(const std::filesystem::path& path, std::int6
     c.expect_end(1);
     if (v < 0 || v >= n)
       c.fail("node id " + std::to_string(v) + " out of range [0, " + std::to_string(n) + ")");
+    // A node listed twice would be trained (or scored) twice; one in two sets leaks the
+    // labels the model is evaluated on into training.
+    std::uint8_t& o = owner[std::size_t(v)];
+    if (o == tag) c.fail("node id " + std::to_string(v) + " listed twice");
+    if (o != 0)
+      c.fail("node id " + std::to_string(v) + " is also in " +
+             (o <= tag_files.size() ? tag_files[o - 1] : std::string("another split file")) +
+             " (train, valid and test must be disjoint)");
+    o = tag;
     ids.push_back(NodeId(v));
   });
   if (text_bytes) *text_bytes += bytes;

@@ -1,9 +1,20 @@
-// StagingDir: write under ".NAME.halo-tmp-PID", rename when done.
+// Outputs: checks before work, checked writes, staged commits, stale-staging cleanup (rules in
+// staging.h). Raw POSIX calls, not iostreams: every error must come back with its errno.
 #include "halo/graph/staging.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "halo/graph/error.h"
@@ -12,52 +23,505 @@ namespace halo {
 namespace fs = std::filesystem;
 
 namespace {
-fs::path staging_name(const fs::path& dir, const char* suffix) {
-  fs::path d = dir;
-  if (!d.has_filename()) d = d.parent_path();  // "out/" -> "out"
+
+// Kills this process at a named step of a commit when HALO_TEST_KILL_AT names it (tests only).
+void kill_point(const char* step) {
+  const char* at = std::getenv("HALO_TEST_KILL_AT");
+  if (at && std::strcmp(at, step) == 0) ::raise(SIGKILL);
+}
+
+bool exchange_disabled() {
+  const char* v = std::getenv("HALO_TEST_NO_EXCHANGE");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// "out/" -> "out": the entry itself, not its (empty) last component.
+fs::path entry(const fs::path& p) { return p.has_filename() ? p : p.parent_path(); }
+
+fs::path folder_of(const fs::path& p) {
+  const fs::path parent = entry(p).parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+constexpr const char* kTmp = "tmp";
+constexpr const char* kOld = "old";
+
+fs::path staging_name(const fs::path& p, const char* kind) {
+  const fs::path d = entry(p);
   // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on "." + std::string temporaries.
   std::string name = ".";
   name += d.filename().string();
   name += ".halo-";
-  name += suffix;
+  name += kind;
   name += "-";
   name += std::to_string(getpid());
   return d.parent_path() / name;
 }
+
+// A staging entry's parts: ".NAME.halo-KIND-PID".
+struct StagingEntry {
+  std::string name, kind;
+  pid_t pid = 0;
+};
+bool parse_staging(const std::string& file, StagingEntry* out) {
+  if (file.size() < 2 || file[0] != '.') return false;
+  for (const char* kind : {kTmp, kOld}) {
+    const std::string mark = std::string(".halo-") + kind + "-";
+    const std::size_t at = file.rfind(mark);
+    if (at == std::string::npos || at < 2) continue;
+    const std::string digits = file.substr(at + mark.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    out->name = file.substr(1, at - 1);
+    out->kind = kind;
+    out->pid = pid_t(std::stol(digits));
+    return out->pid > 0;
+  }
+  return false;
+}
+
+// Opens p (file or folder) and takes an exclusive flock, held until the fd is closed; -1 when p
+// cannot be opened. A failed lock (NFS without lock support) is not an error: the PID check of
+// clean_stale_staging still protects the entry while its writer lives.
+int lock_entry(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) (void)::flock(fd, LOCK_EX | LOCK_NB);
+  return fd;
+}
+
+std::string read_small(const fs::path& p) {
+  std::ifstream f(p);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// Whether process pid runs halo (its command name starts with "halo", or it runs our own
+// binary): a halo writer may be in the instant between creating its staging entry and locking
+// it, or be an older halo that never locks. Unknown (no /proc) counts as halo: keep the entry.
+bool is_halo_process(pid_t pid) {
+  const fs::path proc = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  if (!fs::exists(proc / "comm", ec)) return true;
+  if (read_small(proc / "comm").rfind("halo", 0) == 0) return true;
+  const fs::path exe = fs::read_symlink(proc / "exe", ec);
+  if (ec) return false;  // another user's process we may not inspect: not ours to keep waiting for
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return !ec && exe == self;
+}
+
+// Whether the writer of staging entry p (named with pid) is gone.
+bool writer_gone(const fs::path& p, pid_t pid) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd >= 0) {
+    const int rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0 && err == EWOULDBLOCK) return false;  // a live writer holds it
+  }
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  return !is_halo_process(pid);
+}
+
+void sync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_system(dir, "cannot open folder to sync it");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // EINVAL: a file system that cannot sync folders (its renames are as durable as it gets).
+  if (rc != 0 && err != EINVAL) {
+    errno = err;
+    throw_system(dir, "cannot sync folder");
+  }
+}
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Follows a chain of symbolic links (each target relative to its link's folder).
+fs::path follow_links(const fs::path& p) {
+  fs::path cur = entry(p);
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(cur, ec))) return cur;
+    const fs::path target = fs::read_symlink(cur, ec);
+    if (ec) return cur;
+    cur = target.is_absolute() ? target : cur.parent_path() / target;
+  }
+  throw ParamError(p.string() + ": too many levels of symbolic links");
+}
+
+// a strictly inside b; both absolute and canonical.
+bool is_under(const fs::path& a, const fs::path& b) {
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // trailing separator
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  for (; ai != a.end(); ++ai)
+    if (!ai->empty()) return true;
+  return false;
+}
+
+bool empty_folder(const fs::path& d) {
+  std::error_code ec;
+  return fs::is_empty(d, ec) && !ec;
+}
+
+// Whether folder d is a halo folder of `format` (see resolve_dir_output); *found gets what it is.
+bool folder_is(const fs::path& d, const std::string& format, std::string* found) {
+  std::error_code ec;
+  if (format == "ogb") {
+    *found = "not an OGB raw layout";
+    return fs::exists(d / "raw" / "num-node-list.csv.gz", ec);
+  }
+  std::ifstream f(d / "meta.json");
+  if (!f) {
+    *found = "has no meta.json";
+    return false;
+  }
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  const std::string have = j.is_object() && j.contains("format") && j["format"].is_string()
+                               ? j["format"].get<std::string>() : "";
+  *found = have.empty() ? "its meta.json names no format" : "its meta.json says format \"" + have + "\"";
+  return have == format;
+}
+
 }  // namespace
 
-StagingDir::StagingDir(const fs::path& dir, bool overwrite)
-    : dir_(dir), tmp_(staging_name(dir, "tmp")) {
-  if (dir_.empty()) throw ParamError("output path is empty");
-  if (fs::exists(dir_) && !overwrite)
-    throw ParamError(dir_.string() + ": already exists (pass --force to replace it)");
+// ---- checks --------------------------------------------------------------------------------------
+
+void check_not_input(const fs::path& out, const std::vector<fs::path>& inputs) {
   std::error_code ec;
-  fs::remove_all(tmp_, ec);
-  fs::create_directories(tmp_, ec);
-  if (ec) throw SystemError(tmp_.string() + ": cannot create directory: " + ec.message());
+  const fs::path target = follow_links(out);
+  fs::path o = fs::weakly_canonical(fs::absolute(target, ec), ec);
+  if (ec) return;  // nothing to compare: the write itself will report why
+  for (const fs::path& in : inputs) {
+    if (in.empty()) continue;
+    std::error_code ie;
+    const fs::path i = fs::canonical(in, ie);
+    if (ie) continue;  // an input that does not exist is its reader's to report
+    std::error_code ee;
+    if (fs::equivalent(o, i, ee))
+      throw ParamError(out.string() + ": is the input " + in.string() +
+                       " of this command, which it only reads; write the output elsewhere");
+    if (fs::is_directory(i, ee) && is_under(o, i))
+      throw ParamError(out.string() + ": inside the input folder " + in.string() +
+                       ", which this command only reads; write the output elsewhere");
+    if (is_under(i, o))
+      throw ParamError(out.string() + ": holds the input " + in.string() +
+                       " of this command; replacing it would delete the input");
+  }
+}
+
+fs::path resolve_file_output(const fs::path& out, const std::vector<fs::path>& inputs) {
+  if (out.empty()) throw ParamError("output path is empty");
+  const fs::path target = follow_links(out);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) +
+                     ", not a regular file; halo writes a new file and renames it into place, which would "
+                     "replace it: give a file path");
+  check_not_input(out, inputs);
+  return target;
+}
+
+fs::path resolve_stream_output(const fs::path& out, const std::vector<fs::path>& inputs) {
+  if (out.empty()) throw ParamError("output path is empty");
+  struct stat st {};
+  if (::stat(out.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+    return out;  // written to in place, never replaced: /dev/stdout, a pipe
+  if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) + ", not a regular file, device or FIFO");
+  return resolve_file_output(out, inputs);
+}
+
+fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool overwrite,
+                            const std::vector<fs::path>& inputs) {
+  if (out.empty()) throw ParamError("output path is empty");
+  const fs::path target = follow_links(out);
+  clean_stale_staging(folder_of(target));  // may restore target: check after
+  check_not_input(out, inputs);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) return target;
+  if (!overwrite) throw ParamError(out.string() + ": already exists (pass --force to replace it)");
+  if (!S_ISDIR(st.st_mode))
+    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) + ", not a \"" + format +
+                     "\" folder; --force replaces only a folder halo wrote: remove it yourself if it should go");
+  std::string found;
+  if (!empty_folder(target) && !folder_is(target, format, &found))
+    throw ParamError(out.string() + ": not a \"" + format + "\" folder (" + found +
+                     "); --force replaces only a folder halo wrote of that kind: remove it yourself if it should go");
+  return target;
+}
+
+void check_output_folder(const fs::path& dir, const std::vector<fs::path>& inputs) {
+  if (dir.empty()) throw ParamError("output path is empty");
+  struct stat st {};
+  if (::stat(follow_links(dir).c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw ParamError(dir.string() + ": is " + kind_of(st.st_mode) + ", not a folder");
+  check_not_input(dir, inputs);
+}
+
+namespace {
+// Renames the old output a dead replace set aside back to target; false when it cannot.
+bool restore(const fs::path& aside, const fs::path& target, pid_t pid) {
+  if (::rename(aside.c_str(), target.c_str()) != 0) return false;
+  std::fprintf(stderr, "note: %s: restored from %s, set aside by a replace that was interrupted (process %d)\n",
+               target.c_str(), aside.filename().c_str(), int(pid));
+  return true;
+}
+}  // namespace
+
+void clean_stale_staging(const fs::path& dir) {
+  try {
+    std::error_code ec;
+    std::vector<std::pair<fs::path, StagingEntry>> stale;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      StagingEntry s;
+      if (!parse_staging(e.path().filename().string(), &s) || s.pid == getpid()) continue;
+      if (writer_gone(e.path(), s.pid)) stale.emplace_back(e.path(), s);
+    }
+    for (const auto& [p, s] : stale) {
+      std::error_code rc;
+      const fs::path target = dir / s.name;
+      // A replace died between moving the old output aside and renaming the new one in.
+      if (s.kind == kOld && !fs::exists(fs::symlink_status(target, rc)) && restore(p, target, s.pid)) continue;
+      fs::remove_all(p, rc);  // best effort: another cleaner may be removing it too
+    }
+  } catch (const std::exception&) {  // cleaning is a courtesy: it never fails a write
+  }
+}
+
+bool restore_set_aside(const fs::path& out) {
+  try {
+    const fs::path dir = folder_of(out), target = dir / entry(out).filename();
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(target, ec))) return false;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      StagingEntry s;
+      if (!parse_staging(e.path().filename().string(), &s) || s.kind != kOld || s.name != target.filename()) continue;
+      if (s.pid != getpid() && writer_gone(e.path(), s.pid)) return restore(e.path(), target, s.pid);
+    }
+  } catch (const std::exception&) {  // as clean_stale_staging: the caller reports what is missing
+  }
+  return false;
+}
+
+fs::path shown_path(const fs::path& p) {
+  if (p.string().find(".halo-tmp-") == std::string::npos) return p;  // the common case, cheaply
+  fs::path out;
+  for (const fs::path& part : p) {
+    StagingEntry s;
+    const bool ours = parse_staging(part.string(), &s) && s.kind == kTmp && s.pid == getpid();
+    out /= ours ? fs::path(s.name) : part;
+  }
+  return out;
+}
+
+// ---- writers -------------------------------------------------------------------------------------
+
+void write_all(int fd, const fs::path& path, const void* data, std::size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, std::min<std::size_t>(n, std::size_t(1) << 30));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw_system(path, "write failed");
+    }
+    p += w;
+    n -= std::size_t(w);
+  }
+}
+
+void sync_fd(int fd, const fs::path& path) {
+  // EINVAL / EROFS: a device or pipe, which has nothing to sync.
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) throw_system(path, "sync failed");
+}
+
+void write_file(const fs::path& path, std::string_view text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_system(path, "cannot create");
+  try {
+    write_all(fd, path, text.data(), text.size());
+    sync_fd(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_system(path, "close failed");
+}
+
+// ---- StagingDir ----------------------------------------------------------------------------------
+
+StagingDir::StagingDir(const fs::path& dir, const std::string& format, bool overwrite,
+                       const std::vector<fs::path>& inputs)
+    : dir_(resolve_dir_output(dir, format, overwrite, inputs)), tmp_(staging_name(dir_, kTmp)) {
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);  // a dead process's with our PID
+  for (fs::path d = folder_of(dir_); !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path())
+    made_.push_back(d);
+  fs::create_directories(folder_of(dir_), ec);
+  if (ec) throw SystemError(folder_of(dir_).string() + ": cannot create folder: " + ec.message());
+  if (::mkdir(tmp_.c_str(), 0755) != 0) throw_system(tmp_, "cannot create folder");
+  lock_fd_ = lock_entry(tmp_);
 }
 
 StagingDir::~StagingDir() {
   if (!committed_) {
     std::error_code ec;
     fs::remove_all(tmp_, ec);
+    // rmdir, never remove_all: a folder another writer has put something in meanwhile stays.
+    for (const fs::path& d : made_)
+      if (::rmdir(d.c_str()) != 0) break;
   }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void StagingDir::commit() {
+  if (committed_) return;
+  sync_dir(tmp_);  // its entries, before the rename makes them the output
+  kill_point("staged");
+  const fs::path parent = folder_of(dir_);
   std::error_code ec;
-  fs::path old;
-  if (fs::exists(dir_)) {  // replacing: move the old one aside first, remove it after
-    old = staging_name(dir_, "old");
-    fs::remove_all(old, ec);
-    fs::rename(dir_, old, ec);
-    if (ec) throw SystemError(dir_.string() + ": cannot replace: " + ec.message());
+  struct stat st {};
+  if (::lstat(dir_.c_str(), &st) != 0) {  // a new output: never replace one that appeared meanwhile
+    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno == EEXIST) throw ParamError(dir_.string() + ": appeared while being written; not replaced");
+      if ((errno != EINVAL && errno != ENOSYS) || ::rename(tmp_.c_str(), dir_.c_str()) != 0)
+        throw_system(dir_, "cannot rename the staging folder into place");
+    }
+    committed_ = true;
+    sync_dir(parent);
+    return;
   }
-  fs::rename(tmp_, dir_, ec);
-  if (ec) throw SystemError(dir_.string() + ": cannot rename the staging directory: " + ec.message());
+  // Replacing: one atomic swap where the file system can; tmp_ then holds the old output.
+  if (!exchange_disabled()) {
+    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) == 0) {
+      committed_ = true;
+      sync_dir(parent);
+      kill_point("swapped");
+      fs::remove_all(tmp_, ec);
+      return;
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) throw_system(dir_, "cannot replace");
+  }
+  // Two renames: the old output waits aside (locked, so no one restores it while we live) until
+  // the new one is in; if we die in between, the next writer here restores it.
+  const fs::path old = staging_name(dir_, kOld);
+  fs::remove_all(old, ec);
+  const int old_lock = lock_entry(dir_);
+  if (::rename(dir_.c_str(), old.c_str()) != 0) {
+    const int err = errno;
+    if (old_lock >= 0) ::close(old_lock);
+    errno = err;
+    throw_system(dir_, "cannot move the old output aside");
+  }
+  kill_point("aside");
+  if (::rename(tmp_.c_str(), dir_.c_str()) != 0) {
+    const int err = errno;
+    (void)::rename(old.c_str(), dir_.c_str());
+    if (old_lock >= 0) ::close(old_lock);
+    errno = err;
+    throw_system(dir_, "cannot rename the staging folder into place");
+  }
   committed_ = true;
-  if (!old.empty()) fs::remove_all(old, ec);
+  sync_dir(parent);
+  kill_point("swapped");
+  fs::remove_all(old, ec);
+  if (old_lock >= 0) ::close(old_lock);
 }
+
+// ---- StagedFile ----------------------------------------------------------------------------------
+
+StagedFile::StagedFile(const fs::path& path, const std::vector<fs::path>& inputs)
+    : shown_(path), path_(resolve_file_output(path, inputs)), tmp_(staging_name(path_, kTmp)) {
+  clean_stale_staging(folder_of(path_));
+  fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) throw_system(shown_, "cannot create");
+  (void)::flock(fd_, LOCK_EX | LOCK_NB);
+}
+
+StagedFile::~StagedFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void StagedFile::write(const void* data, std::size_t n) { write_all(fd_, shown_, data, n); }
+
+void StagedFile::commit() {
+  sync_fd(fd_, shown_);
+  kill_point("staged");
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) throw_system(shown_, "cannot rename the staging file into place");
+  const int fd = fd_;
+  fd_ = -1;  // renamed: nothing to remove any more
+  if (::close(fd) != 0) throw_system(shown_, "close failed");
+  sync_dir(folder_of(path_));
+}
+
+// ---- LogFile -------------------------------------------------------------------------------------
+
+LogFile::~LogFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void LogFile::open(const fs::path& path, bool append, const std::vector<fs::path>& inputs) {
+  const fs::path target = resolve_stream_output(path, inputs);
+  struct stat st {};
+  const bool existed = ::stat(target.c_str(), &st) == 0;
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd < 0) throw_system(path, "cannot open log");
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  path_ = path;
+  target_ = target;
+  regular_ = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  created_ = !existed;
+  good_ = regular_ ? ::lseek(fd, 0, SEEK_END) : 0;
+}
+
+void LogFile::write_line(const std::string& line) {
+  if (fd_ < 0) return;
+  std::string rec = line;
+  rec += '\n';
+  try {
+    write_all(fd_, path_, rec.data(), rec.size());
+    good_ += (long long)rec.size();
+  } catch (...) {
+    if (regular_) {  // no half record: cut back to the last whole one, or remove what we created
+      if (created_ && good_ == 0) (void)::unlink(target_.c_str());
+      else (void)::ftruncate(fd_, off_t(good_));
+    }
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+}
+
+void LogFile::close() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
+  fd_ = -1;
+  try {
+    if (regular_) sync_fd(fd, path_);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_system(path_, "close failed");
+}
+
+// ---- checkpoint folders --------------------------------------------------------------------------
 
 fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
 
@@ -77,8 +541,17 @@ std::vector<int> committed_epochs(const fs::path& dir) {
 }
 
 void remove_epochs_before(const fs::path& dir, int epoch) {
-  for (int e : committed_epochs(dir))
-    if (e < epoch) fs::remove_all(epoch_dir(dir, e));
+  for (int e : committed_epochs(dir)) {
+    if (e >= epoch) continue;
+    // Renamed to a staging name first: a process killed while removing leaves a stale staging
+    // folder the next writer cleans, never a half-removed epoch that still looks committed.
+    const fs::path d = epoch_dir(dir, e), gone = staging_name(d, kTmp);
+    std::error_code ec;
+    fs::remove_all(gone, ec);
+    if (::rename(d.c_str(), gone.c_str()) != 0) throw_system(d, "cannot remove an old checkpoint epoch");
+    fs::remove_all(gone, ec);
+    if (ec) throw SystemError(gone.string() + ": cannot remove an old checkpoint epoch: " + ec.message());
+  }
 }
 
 }  // namespace halo

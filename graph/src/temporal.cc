@@ -17,6 +17,16 @@ struct RawEvents {
   std::vector<float> features;
   std::vector<std::int32_t> labels;
   std::int64_t feature_dim = 0;
+  std::int64_t max_id = -1, max_id_line = 0;  // the largest node id and where it appears
+  std::int64_t shown_max = -1;                  // that id as the file writes it
+
+  void saw(const LineCursor& c, std::int64_t node, std::int64_t as_written) {
+    if (node > max_id) {
+      max_id = node;
+      shown_max = as_written;
+      max_id_line = c.line();
+    }
+  }
 };
 
 NodeId checked_id(LineCursor& c, std::int64_t v, std::int64_t base, const char* what) {
@@ -33,13 +43,20 @@ double checked_time(LineCursor& c) {
 }
 
 // Sorts events by time, stable, and packs them into a dataset.
-TemporalDataset finish(RawEvents&& r, const std::filesystem::path& path, std::int64_t users) {
+TemporalDataset finish(RawEvents&& r, const std::filesystem::path& path, std::int64_t users,
+                       bool allow_sparse_ids) {
   const std::size_t e = r.src.size();
   if (e == 0) throw_input(path, 0, "no events found");
   TemporalDataset d;
   d.name = path.stem().string();
   std::int64_t max_id = -1;
   for (std::size_t i = 0; i < e; ++i) max_id = std::max<std::int64_t>({max_id, r.src[i], r.dst[i]});
+  // The largest id sizes every per-node table of the models (TGN's memory): a stray id must
+  // not make one nobody meant.
+  if (!allow_sparse_ids)
+    check_id_density(path, r.max_id_line, r.shown_max, max_id + 1,
+                     count_distinct_ids(r.src, r.dst, max_id + 1),
+                     "pass --allow-sparse-ids to keep the ids");
   d.num_nodes = max_id + 1;
   d.num_users = users;
   if (!std::is_sorted(r.time.begin(), r.time.end())) {
@@ -74,35 +91,43 @@ TemporalDataset finish(RawEvents&& r, const std::filesystem::path& path, std::in
 
 }  // namespace
 
-TemporalDataset read_konect(const std::filesystem::path& path) {
+TemporalDataset read_konect(const std::filesystem::path& path, bool allow_sparse_ids) {
   RawEvents r;
   for_each_line(path, [&](LineCursor& c) {
     if (c.blank() || c.starts_with_any("%#")) return;
-    r.src.push_back(checked_id(c, c.next_int("source id"), 1, "source id"));
-    r.dst.push_back(checked_id(c, c.next_int("destination id"), 1, "destination id"));
+    const std::int64_t u = c.next_int("source id");
+    r.src.push_back(checked_id(c, u, 1, "source id"));
+    r.saw(c, r.src.back(), u);
+    const std::int64_t v = c.next_int("destination id");
+    r.dst.push_back(checked_id(c, v, 1, "destination id"));
+    r.saw(c, r.dst.back(), v);
     r.weight.push_back(c.next_float("weight"));
     r.time.push_back(checked_time(c));
     c.expect_end(4);
   }, "reading KONECT events");
-  return finish(std::move(r), path, 0);
+  return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
-TemporalDataset read_snap(const std::filesystem::path& path) {
+TemporalDataset read_snap(const std::filesystem::path& path, bool allow_sparse_ids) {
   RawEvents r;
   for_each_line(path, [&](LineCursor& c) {
     if (c.blank() || c.starts_with_any("%#")) return;
-    r.src.push_back(checked_id(c, c.next_int("source id"), 0, "source id"));
-    r.dst.push_back(checked_id(c, c.next_int("destination id"), 0, "destination id"));
+    const std::int64_t u = c.next_int("source id");
+    r.src.push_back(checked_id(c, u, 0, "source id"));
+    r.saw(c, r.src.back(), u);
+    const std::int64_t v = c.next_int("destination id");
+    r.dst.push_back(checked_id(c, v, 0, "destination id"));
+    r.saw(c, r.dst.back(), v);
     r.time.push_back(checked_time(c));
     c.expect_end(3);
   }, "reading SNAP events");
-  return finish(std::move(r), path, 0);
+  return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
-TemporalDataset read_jodie(const std::filesystem::path& path) {
+TemporalDataset read_jodie(const std::filesystem::path& path, bool allow_sparse_ids) {
   RawEvents r;
   std::vector<std::int64_t> items;
-  std::int64_t max_user = -1;
+  std::int64_t max_user = -1, max_item = -1, max_user_line = 0, max_item_line = 0;
   int columns = 0;
   for_each_line(path, [&](LineCursor& c) {
     if (c.line() == 1) {  // header: user_id,item_id,timestamp,state_label,features...
@@ -122,7 +147,14 @@ TemporalDataset read_jodie(const std::filesystem::path& path) {
     const std::int64_t i = c.next_int("item id");
     if (u < 0 || u >= kMaxNodes) c.fail("user id " + std::to_string(u) + " out of range");
     if (i < 0 || i >= kMaxNodes) c.fail("item id " + std::to_string(i) + " out of range");
-    max_user = std::max(max_user, u);
+    if (u > max_user) {
+      max_user = u;
+      max_user_line = c.line();
+    }
+    if (i > max_item) {
+      max_item = i;
+      max_item_line = c.line();
+    }
     r.src.push_back(NodeId(u));
     items.push_back(i);
     r.time.push_back(checked_time(c));
@@ -138,7 +170,10 @@ TemporalDataset read_jodie(const std::filesystem::path& path) {
     if (users + i >= kMaxNodes) throw_input(path, 0, "user + item ids exceed the int32 id space");
     r.dst.push_back(NodeId(users + i));
   }
-  return finish(std::move(r), path, users);
+  // Node ids run users then items: the larger raw id is the likelier stray one.
+  r.max_id_line = max_item > max_user ? max_item_line : max_user_line;
+  r.shown_max = std::max(max_user, max_item);
+  return finish(std::move(r), path, users, allow_sparse_ids);
 }
 
 }  // namespace halo

@@ -1,6 +1,7 @@
 // LineReader: a producer thread reads the file and (for gzip) inflates it into blocks of whole
 // lines; the consumer parses one block while the next is being produced. Blocks are recycled
-// so memory stays at a few blocks whatever the file size.
+// so memory stays at a few blocks whatever the file size, and one line is at most
+// kMaxLineBytes, so a file without newlines ends with an error, not with all of memory.
 #include "halo/graph/text.h"
 
 #include <fcntl.h>
@@ -10,13 +11,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace halo {
@@ -26,6 +31,17 @@ constexpr std::size_t kBlockBytes = 4 << 20;  // text per block handed to the pa
 constexpr std::size_t kReadBytes = 1 << 20;   // file bytes per read()
 constexpr std::size_t kQueueDepth = 2;        // blocks produced ahead of the parser
 
+std::string hex_byte(unsigned char b) {
+  static const char* kHex = "0123456789abcdef";
+  return {kHex[b >> 4], kHex[b & 15]};
+}
+
+bool named_gz(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".gz";
+}
+
 }  // namespace
 
 struct LineReader::Impl {
@@ -33,6 +49,8 @@ struct LineReader::Impl {
   int fd = -1;
   std::uint64_t size = 0;
   bool gz = false;
+  std::size_t max_line = kMaxLineBytes;
+  std::string head;  // the first bytes, read to sniff the gzip magic, handed out before the rest
   std::atomic<std::uint64_t> read{0};
   std::uint64_t decoded = 0;
 
@@ -56,8 +74,14 @@ struct LineReader::Impl {
     if (fd >= 0) ::close(fd);
   }
 
-  // Reads up to n bytes; returns 0 at end of file.
+  // Reads up to n bytes (the sniffed head first); returns 0 at end of file.
   std::size_t read_some(char* buf, std::size_t n) {
+    if (!head.empty()) {
+      const std::size_t k = std::min(n, head.size());
+      std::memcpy(buf, head.data(), k);
+      head.erase(0, k);
+      return k;
+    }
     for (;;) {
       ssize_t r = ::read(fd, buf, n);
       if (r >= 0) {
@@ -78,6 +102,11 @@ struct LineReader::Impl {
     return true;
   }
 
+  bool stopping() {
+    std::lock_guard<std::mutex> lk(m);
+    return stop;
+  }
+
   std::string take_spare() {
     std::lock_guard<std::mutex> lk(m);
     if (spare.empty()) return {};
@@ -87,18 +116,8 @@ struct LineReader::Impl {
     return s;
   }
 
-  // Moves the bytes after the last newline of out into carry; false if out has no newline.
-  static bool cut_at_last_newline(std::string& out, std::string& carry) {
-    const auto pos = out.rfind('\n');
-    if (pos == std::string::npos) return false;
-    carry.assign(out, pos + 1, std::string::npos);
-    out.resize(pos + 1);
-    return true;
-  }
-
   void produce() {
     std::vector<char> in(kReadBytes);
-    std::string carry;
     z_stream zs{};
     bool z_open = false;
     bool z_end = false;  // inside a gzip member: false; after its trailer: true
@@ -114,74 +133,124 @@ struct LineReader::Impl {
       }
     } guard{&zs, &z_open};
 
+    // Appends the next run of text to out; false at end of input.
+    auto fill = [&](std::string& out) -> bool {
+      if (!gz) {
+        const std::size_t old = out.size();
+        out.resize(old + kReadBytes);
+        const std::size_t n = read_some(out.data() + old, kReadBytes);
+        out.resize(old + n);
+        return n > 0;
+      }
+      if (zs.avail_in == 0) {
+        const std::size_t n = read_some(in.data(), in.size());
+        if (n == 0) {
+          if (!z_end)
+            throw InputError(path.string() + ": truncated gzip stream: file ends after " +
+                             std::to_string(read.load()) + " bytes without the gzip trailer");
+          return false;
+        }
+        zs.next_in = reinterpret_cast<Bytef*>(in.data());
+        zs.avail_in = uInt(n);
+      }
+      if (z_end) {  // another gzip member follows the previous one
+        if (inflateReset(&zs) != Z_OK) throw InputError(path.string() + ": zlib reset failed");
+        z_end = false;
+      }
+      const std::size_t old = out.size();
+      const std::size_t room = kReadBytes * 4;
+      out.resize(old + room);
+      zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+      zs.avail_out = uInt(room);
+      const int rc = inflate(&zs, Z_NO_FLUSH);
+      out.resize(old + room - zs.avail_out);
+      if (rc == Z_STREAM_END) {
+        z_end = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        const std::uint64_t at = read.load() - zs.avail_in;
+        throw InputError(path.string() + ": corrupt gzip data near compressed byte " +
+                         std::to_string(at) + ": " + (zs.msg ? zs.msg : "inflate error"));
+      }
+      return true;
+    };
+
+    // A block is whole lines: it grows until it holds kBlockBytes and a newline, however long
+    // the line that straddles the previous cut is (a METIS hub's adjacency line runs to
+    // megabytes), up to max_line bytes in one line. Text never holds a NUL byte; refusing it
+    // stops binary files (and /dev/zero) at their first block instead of parsing garbage.
+    std::string carry;    // the partial line after the previous block's last newline
+    std::int64_t line = 1;  // number of the first line of the block being built
     bool eof = false;
     while (!eof) {
       std::string out = take_spare();
-      out.swap(carry);  // start with the partial line left over
+      out.swap(carry);
       carry.clear();
-      out.reserve(kBlockBytes + kReadBytes);
-      while (out.size() < kBlockBytes && !eof) {
-        if (!gz) {
-          const std::size_t old = out.size();
-          out.resize(old + kReadBytes);
-          const std::size_t n = read_some(out.data() + old, kReadBytes);
-          out.resize(old + n);
-          if (n == 0) eof = true;
-          continue;
-        }
-        if (zs.avail_in == 0) {
-          const std::size_t n = read_some(in.data(), in.size());
-          if (n == 0) {
-            if (!z_end)
-              throw InputError(path.string() + ": truncated gzip stream: file ends after " +
-                               std::to_string(read.load()) +
-                               " bytes without the gzip trailer");
-            eof = true;
-            continue;
-          }
-          zs.next_in = reinterpret_cast<Bytef*>(in.data());
-          zs.avail_in = uInt(n);
-        }
-        if (z_end) {  // another gzip member follows the previous one
-          if (inflateReset(&zs) != Z_OK) throw InputError(path.string() + ": zlib reset failed");
-          z_end = false;
-        }
+      std::size_t last_nl = std::string::npos;
+      while (!eof && (out.size() < kBlockBytes || last_nl == std::string::npos)) {
+        if (stopping()) return;
         const std::size_t old = out.size();
-        const std::size_t room = kReadBytes * 4;
-        out.resize(old + room);
-        zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
-        zs.avail_out = uInt(room);
-        const int rc = inflate(&zs, Z_NO_FLUSH);
-        out.resize(old + room - zs.avail_out);
-        if (rc == Z_STREAM_END) {
-          z_end = true;
-        } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-          const std::uint64_t at = read.load() - zs.avail_in;
-          throw InputError(path.string() + ": corrupt gzip data near compressed byte " +
-                           std::to_string(at) + ": " + (zs.msg ? zs.msg : "inflate error"));
+        eof = !fill(out);
+        const char* base = out.data();
+        if (const void* z = std::memchr(base + old, '\0', out.size() - old)) {
+          const std::size_t at = std::size_t(static_cast<const char*>(z) - base);
+          const std::size_t from = out.rfind('\n', at);
+          const std::size_t col = from == std::string::npos ? at + 1 : at - from;
+          throw_input(path, line + std::count(out.begin(), out.begin() + std::ptrdiff_t(at), '\n'),
+                      "binary data: byte 0x00 in column " + std::to_string(col) +
+                          ", expected text" + (gz ? "" : " (a compressed file not named .gz?)"));
         }
+        // Only the new bytes are searched: a long line must cost linear time, not quadratic.
+        if (const void* nl = ::memrchr(base + old, '\n', out.size() - old))
+          last_nl = std::size_t(static_cast<const char*>(nl) - base);
+        const std::size_t open_line = last_nl == std::string::npos ? out.size() : out.size() - last_nl - 1;
+        if (open_line > max_line)
+          throw_input(path, line + (last_nl == std::string::npos
+                                        ? 0
+                                        : std::count(out.begin(), out.end(), '\n')),
+                      "line longer than " + std::to_string(max_line >> 20) +
+                          " MiB, the longest halo reads: expected text with newlines");
       }
-      if (!eof && !cut_at_last_newline(out, carry)) {
-        carry.swap(out);  // one line longer than a block: keep reading into it
-        continue;
+      if (!eof) {  // keep the partial last line for the next block
+        carry.assign(out, last_nl + 1, std::string::npos);
+        out.resize(last_nl + 1);
       }
       if (out.empty()) break;
+      line += std::count(out.begin(), out.end(), '\n');
       if (!push(std::move(out))) return;
     }
   }
 };
 
-LineReader::LineReader(const std::filesystem::path& path) : path_(path), impl_(new Impl) {
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes)
+    : path_(path), impl_(new Impl) {
   impl_->path = path;
+  impl_->max_line = max_line_bytes;
   impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (impl_->fd < 0) throw_system(path, "cannot open");
   struct stat st {};
   if (fstat(impl_->fd, &st) != 0) throw_system(path, "cannot stat");
   if (S_ISDIR(st.st_mode)) throw InputError(path.string() + ": is a directory, expected a file");
-  impl_->size = std::uint64_t(st.st_size);
-  unsigned char magic[2] = {0, 0};
-  const ssize_t n = ::pread(impl_->fd, magic, 2, 0);
-  impl_->gz = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  impl_->size = S_ISREG(st.st_mode) ? std::uint64_t(st.st_size) : 0;
+  // The magic is read, not pread, so that pipes and devices are sniffed too.
+  char magic[2];
+  std::size_t got = 0;
+  while (got < 2) {
+    const std::size_t n = impl_->read_some(magic + got, 2 - got);
+    if (n == 0) break;
+    got += n;
+  }
+  impl_->head.assign(magic, got);
+  impl_->gz = got == 2 && static_cast<unsigned char>(magic[0]) == 0x1f &&
+              static_cast<unsigned char>(magic[1]) == 0x8b;
+  // A name ending in .gz promises gzip: parsing such a file as text would echo binary bytes
+  // and report nonsense lines, so a wrong or missing magic is the error itself.
+  if (!impl_->gz && named_gz(path)) {
+    if (got == 0) throw InputError(path.string() + ": empty file, expected gzip data");
+    std::string seen = hex_byte(static_cast<unsigned char>(magic[0]));
+    if (got == 2) seen += " " + hex_byte(static_cast<unsigned char>(magic[1]));
+    throw InputError(path.string() + ": not a gzip file: starts with bytes " + seen +
+                     ", gzip starts with 1f 8b");
+  }
   Impl* impl = impl_.get();
   impl_->worker = std::thread([impl] {
     try {
@@ -270,21 +339,38 @@ std::string_view LineCursor::next_field(const char* what) {
 }
 
 namespace {
+// The spellings OGB and pandas write for a missing value.
 bool is_nan_text(std::string_view f) {
   return f.empty() || f == "nan" || f == "NaN" || f == "NAN" || f == "-nan";
 }
+
+// Every real that enters from text is finite (DESIGN.md, invariant 7): from_chars also accepts
+// inf, infinity and nan(...) in any case, so the value is checked, not the spelling. NaN is
+// let through only where it means "missing" (allow_nan: OGB labels).
 template <class T>
 T parse_real(const LineCursor& c, std::string_view f, const char* what, bool allow_nan) {
-  if (is_nan_text(f)) {
-    if (allow_nan) return std::numeric_limits<T>::quiet_NaN();
-    c.bad_number(f, what, "a number");
-  }
+  if (allow_nan && is_nan_text(f)) return std::numeric_limits<T>::quiet_NaN();
+  const char* kind = allow_nan ? "a finite number or NaN" : "a finite number";
   const char* s = f.data();
   const char* e = s + f.size();
-  if (*s == '+') ++s;
+  if (s < e && *s == '+') {  // from_chars refuses the sign C and Python may write
+    ++s;
+    if (s < e && *s == '-') c.bad_number(f, what, kind);
+  }
   T v{};
   auto [ptr, ec] = std::from_chars(s, e, v);
-  if (ec != std::errc() || ptr != e) c.bad_number(f, what, "a number");
+  if (ptr != e || (ec != std::errc() && ec != std::errc::result_out_of_range)) c.bad_number(f, what, kind);
+  if (ec == std::errc::result_out_of_range) {
+    // from_chars reports underflow and overflow alike; strtod tells them apart. A value too
+    // small for T rounds to zero or a denormal as any C parser does; a too large one is refused.
+    const std::string copy(s, e);
+    const double d = std::strtod(copy.c_str(), nullptr);
+    if (!(std::fabs(d) <= 1))
+      c.bad_number(f, what, std::is_same_v<T, float> ? "a number in float32 range" : "a number in float64 range");
+    return static_cast<T>(d);
+  }
+  if (std::isnan(v) && allow_nan) return v;
+  if (!std::isfinite(v)) c.bad_number(f, what, kind);
   return v;
 }
 }  // namespace
@@ -306,9 +392,8 @@ void LineCursor::expect_end(int expected_fields) {
 }
 
 void LineCursor::bad_number(std::string_view f, const char* what, const char* kind) const {
-  std::string shown(f.substr(0, 40));
   fail(std::string("expected ") + kind + " for " + what + " in column " +
-       std::to_string(fields_) + ", found '" + shown + "'");
+       std::to_string(fields_) + ", found '" + printable(f, 40) + "'");
 }
 
 std::string read_first_line(const std::filesystem::path& path) {
@@ -318,6 +403,48 @@ std::string read_first_line(const std::filesystem::path& path) {
   std::string line(block.substr(0, block.find('\n')));
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
+}
+
+}  // namespace halo
+
+namespace halo {
+
+std::string printable(std::string_view s, std::size_t max_bytes) {
+  std::string out;
+  std::size_t i = 0;
+  const std::size_t n = std::min(s.size(), max_bytes);
+  auto escape = [&](unsigned char b) { out += "\\x" + hex_byte(b); };
+  while (i < n) {
+    const unsigned char b = static_cast<unsigned char>(s[i]);
+    if (b >= 0x20 && b < 0x7f) {
+      out += char(b);
+      ++i;
+      continue;
+    }
+    // A valid UTF-8 sequence of 2-4 bytes (not a C1 control, U+0080..U+009F) is shown as is,
+    // so that names in any script stay readable; every other byte is escaped.
+    std::size_t len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    if (len > 0 && i + len <= n) {
+      const unsigned char b1 = static_cast<unsigned char>(s[i + 1]);
+      bool ok = (b1 & 0xc0) == 0x80;
+      if (b == 0xc2 && b1 < 0xa0) ok = false;  // C1 control
+      if (b == 0xe0 && b1 < 0xa0) ok = false;  // overlong
+      if (b == 0xed && b1 > 0x9f) ok = false;  // UTF-16 surrogate
+      if (b == 0xf0 && b1 < 0x90) ok = false;  // overlong
+      if (b == 0xf4 && b1 > 0x8f) ok = false;  // above U+10FFFF
+      for (std::size_t k = 2; ok && k < len; ++k)
+        ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (ok) {
+        out.append(s.substr(i, len));
+        i += len;
+        continue;
+      }
+    }
+    escape(b);
+    ++i;
+  }
+  if (s.size() > max_bytes) out += "...";
+  return out;
 }
 
 }  // namespace halo

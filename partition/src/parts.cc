@@ -39,12 +39,17 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   const CsrView g = d.graph.view();
   const std::int64_t n = g.num_nodes;
   const int k = o.k;
-  StagingDir stage(dir, overwrite);
+  StagingDir stage(dir, kPartsFormat, overwrite);
   ArrayDir root(stage.path());
   root.put("owner", owner);
   // Input order of every node when the dataset was reordered: predictions written by a
   // distributed run come back in the order of the user's files.
   if (!d.original_ids.empty()) root.put("original_ids", d.original_ids);
+  // The partition's identity, known before any part is written so that every part can carry
+  // it: the assignment (and input order) plus the dataset they cut. read_part compares a part's
+  // copy with PARTS/meta.json, so a part-R copied from another partition or dataset is refused.
+  const std::string partition_fp = root.fingerprint(d.fingerprint);
+  std::vector<std::string> part_fps(static_cast<std::size_t>(k));
 
   // Members of each part: inner nodes first, then boundary, each in global id order.
   std::vector<std::uint8_t> boundary(std::size_t(n), 0);
@@ -187,8 +192,10 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
                  {"edge_weights", g.values != nullptr},
                  {"features", d.num_features},
                  {"labels", {{"kind", label_kind_name(d.label_kind)}, {"columns", d.label_cols}, {"classes", d.num_classes}}},
-                 {"splits", splits}};
-    part.write_meta(std::move(meta), kPartFormat, kVersion);
+                 {"splits", splits},
+                 {"partition", partition_fp},
+                 {"dataset_fingerprint", d.fingerprint}};
+    part_fps[std::size_t(r)] = part.write_meta(std::move(meta), kPartFormat, kVersion);
     progress.update(std::uint64_t(r + 1));
   }
 
@@ -202,8 +209,10 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   meta["seed"] = o.seed;
   meta["dataset"] = {{"name", d.name}, {"nodes", n}, {"edges", g.num_edges()}, {"directed", d.directed},
                      {"features", d.num_features}};
+  meta["dataset_fingerprint"] = d.fingerprint;
+  meta["part_fingerprints"] = part_fps;
   meta.update(extra);
-  const std::string fp = root.write_meta(meta, kPartsFormat, kVersion);
+  const std::string fp = root.write_meta(meta, kPartsFormat, kVersion, d.fingerprint);
   meta["fingerprint"] = fp;
   stage.commit();
   return meta;
@@ -212,17 +221,18 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
 json partition_dataset(const fs::path& dataset, const fs::path& out, const PartitionOptions& o,
                        bool overwrite, const fs::path& assignment_out) {
   Stopwatch total;
-  if (fs::exists(out) && !overwrite)  // fail before the (possibly long) partitioning
-    throw ParamError(out.string() + ": already exists (pass --force to replace it)");
-  const json dmeta = read_dataset_meta(dataset);
-  const GraphDataset d = read_graph_dataset(dataset);
+  // Fail before the (possibly long) partitioning: an existing output without --force, one that
+  // is not a parts folder, or one that would replace or write into the dataset.
+  resolve_dir_output(out, kPartsFormat, overwrite, {dataset});
+  if (!assignment_out.empty()) resolve_file_output(assignment_out, {dataset, out});
+  const GraphDataset d = read_graph_dataset(dataset);  // validated: every id below is in range
   const double load_s = total.seconds();
   Stopwatch clock;
   const std::vector<PartId> owner = partition_nodes(d, o);
   const double partition_s = clock.seconds();
   const Quality q = measure_partition(d.graph.view(), d.directed, owner, o.k, choose_split(d, o.split), o.targets());
   json extra = {{"dataset_path", fs::absolute(dataset).string()},
-                {"dataset_fingerprint", dmeta.value("fingerprint", "")},
+                {"dataset_fingerprint", d.fingerprint},
                 {"seconds", {{"load", load_s}, {"partition", partition_s}}},
                 {"peak_rss_bytes", peak_rss_bytes()}};
   if (!assignment_out.empty()) write_assignment(assignment_out, owner);
@@ -232,13 +242,102 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   return meta;
 }
 
-json read_parts_meta(const fs::path& dir) { return read_meta(dir, kPartsFormat, kVersion); }
+// ---- reading -----------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::int64_t kMaxCount = std::int64_t(1) << 62;
+constexpr std::int64_t kMaxParts = 1 << 20;
+
+// Every field of PARTS/meta.json that the readers, `halo info` and the trainer take, checked
+// once here, so that a hand-edited or foreign meta.json is an InputError naming it.
+void check_parts_meta(const json& meta, const fs::path& p) {
+  const std::int64_t k = meta_int(meta, "k", p, 1, kMaxParts);
+  const json& ds = meta_object(meta, "dataset", p);
+  meta_int(ds, "nodes", p, 0, kMaxNodes);
+  meta_int(ds, "edges", p, 0, kMaxCount, 0);
+  meta_int(ds, "features", p, 0, INT32_MAX, 0);
+  meta_string(ds, "name", p, "");
+  meta_bool(ds, "directed", p, false);
+  meta_string(meta, "method", p, "");
+  meta_string(meta, "dataset_path", p, "");
+  meta_string(meta_object(meta, "options", p), "split", p, "");
+  meta_string(meta, "fingerprint", p);
+  const std::string older = " (written by an older halo: run halo partition again)";
+  if (!meta.contains("dataset_fingerprint") || !meta.contains("part_fingerprints"))
+    throw_input(p, 0, "no dataset or part fingerprints" + older);
+  meta_string(meta, "dataset_fingerprint", p);
+  const json& fps = meta["part_fingerprints"];
+  if (!fps.is_array() || std::int64_t(fps.size()) != k ||
+      !std::all_of(fps.begin(), fps.end(), [](const json& f) { return f.is_string(); }))
+    throw_input(p, 0, "\"part_fingerprints\": expected " + std::to_string(k) + " strings, one per part");
+  const std::string fp = arrays_fingerprint(meta["arrays"], meta["dataset_fingerprint"].get<std::string>());
+  if (meta["fingerprint"] != fp)
+    throw_input(p, 0, "\"fingerprint\" " + meta["fingerprint"].dump() + " disagrees with its arrays and dataset (" +
+                          fp + "): meta.json edited by hand?");
+}
+
+// The fields of part-R/meta.json, checked against PARTS/meta.json: sizes within the
+// partition's, and the partition and dataset the part was cut from.
+void check_part_meta(const json& meta, const json& root, int rank, const fs::path& p, const fs::path& rootp) {
+  const std::int64_t k = root["k"].get<std::int64_t>();
+  const std::int64_t n = root["dataset"]["nodes"].get<std::int64_t>();
+  if (meta_int(meta, "rank", p, 0, kMaxParts) != rank || meta_int(meta, "k", p, 1, kMaxParts) != k)
+    throw_input(p, 0, "part " + std::to_string(meta["rank"].get<std::int64_t>()) + " of " +
+                          std::to_string(meta["k"].get<std::int64_t>()) + ", expected part " + std::to_string(rank) +
+                          " of " + std::to_string(k) + " (a part folder moved or copied from another partition?)");
+  if (!meta.contains("partition") || !meta.contains("dataset_fingerprint"))
+    throw_input(p, 0, "no partition or dataset fingerprint (written by an older halo: run halo partition again)");
+  const std::string part_of = meta_string(meta, "partition", p);
+  const std::string part_ds = meta_string(meta, "dataset_fingerprint", p);
+  const std::string root_of = root["fingerprint"].get<std::string>();
+  const std::string root_ds = root["dataset_fingerprint"].get<std::string>();
+  if (part_of != root_of || part_ds != root_ds)
+    throw_input(p, 0, "belongs to partition " + part_of + " of dataset " + part_ds + ", but " + rootp.string() +
+                          " is partition " + root_of + " of dataset " + root_ds +
+                          " (a part copied from another partition?)");
+  const std::string fp = meta_string(meta, "fingerprint", p);
+  const std::string recorded = root["part_fingerprints"][std::size_t(rank)].get<std::string>();
+  if (fp != arrays_fingerprint(meta["arrays"]) || fp != recorded)
+    throw_input(p, 0, "arrays with fingerprint " + arrays_fingerprint(meta["arrays"]) + ", but " + rootp.string() +
+                          " records " + recorded + " for part " + std::to_string(rank) +
+                          " (a part replaced or edited after partitioning?)");
+  if (meta_int(meta, "global_nodes", p, 0, kMaxNodes) != n)
+    throw_input(p, 0, "\"global_nodes\": expected " + std::to_string(n) + " as in " + rootp.string());
+  const std::int64_t owned = meta_int(meta, "owned", p, 0, n);
+  meta_int(meta, "inner", p, 0, owned);
+  meta_int(meta, "halo", p, 0, n - owned);
+  meta_int(meta, "local_edges", p, 0, kMaxCount);
+  meta_bool(meta, "edge_weights", p, false);
+  if (meta_int(meta, "features", p, 0, INT32_MAX, 0) != root["dataset"].value("features", std::int64_t(0)))
+    throw_input(p, 0, "\"features\": expected " + root["dataset"].value("features", json(0)).dump() + " as in " +
+                          rootp.string());
+  check_labels_meta(meta_object(meta, "labels", p), p);
+  for (const auto& [name, counts] : meta_object(meta, "splits", p).items()) {
+    if (!counts.is_object()) throw_input(p, 0, "\"splits." + name + "\": expected {\"train\", \"valid\", \"test\"}");
+    for (const char* set : {"train", "valid", "test"}) meta_int(counts, set, p, 0, owned);
+  }
+}
+
+// Peer q's block [offsets[q], offsets[q+1]) of a list; offsets have passed check_offsets.
+std::pair<std::int64_t, std::int64_t> block(const Array<EdgeId>& offsets, std::int64_t q) {
+  return {offsets[std::size_t(q)], offsets[std::size_t(q) + 1]};
+}
+
+}  // namespace
+
+json read_parts_meta(const fs::path& dir) {
+  json meta = read_meta(dir, kPartsFormat, kVersion);
+  check_parts_meta(meta, dir / "meta.json");
+  return meta;
+}
 
 bool is_parts_dir(const fs::path& dir) {
   std::ifstream f(dir / "meta.json");
   if (!f) return false;
   try {
-    return json::parse(f).value("format", "") == kPartsFormat;
+    const json j = json::parse(f);
+    return j.is_object() && j.contains("format") && j["format"] == kPartsFormat;
   } catch (const json::exception&) {
     return false;
   }
@@ -246,29 +345,83 @@ bool is_parts_dir(const fs::path& dir) {
 
 Array<PartId> read_owner(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_parts_meta(dir);
-  return map_listed<PartId>(dir, meta, "owner", opt, meta.at("dataset").at("nodes").get<std::uint64_t>(), 1);
+  Array<PartId> owner =
+      map_listed<PartId>(dir, meta, "owner", opt, meta["dataset"]["nodes"].get<std::uint64_t>(), 1);
+  check_ids(dir / "owner.bin", owner, meta["k"].get<std::int64_t>());  // part ids in [0, k)
+  return owner;
 }
 
 Array<NodeId> read_original_ids(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_parts_meta(dir);
-  return map_listed<NodeId>(dir, meta, "original_ids", opt, meta.at("dataset").at("nodes").get<std::uint64_t>(), 1,
-                            /*required=*/false);
+  const auto n = meta["dataset"]["nodes"].get<std::int64_t>();
+  Array<NodeId> ids = map_listed<NodeId>(dir, meta, "original_ids", opt, std::uint64_t(n), 1, /*required=*/false);
+  std::vector<std::uint64_t> seen;  // n distinct ids in [0, n): a permutation
+  check_ids(dir / "original_ids.bin", ids, n, &seen);
+  return ids;
+}
+
+void validate_part(const Part& p, const fs::path& pd) {
+  const std::int64_t owned = p.num_owned, all = p.num_owned + p.num_halo, k = p.k;
+  // Local rows: distinct global ids, inner rows then boundary rows then each peer's halo rows,
+  // every run in increasing global id (the order the peers' send lists follow).
+  std::vector<std::uint64_t> seen;
+  check_ids(pd / "global_ids.bin", p.global_ids, p.global_nodes, &seen);
+  check_offsets(pd / "recv_offsets.bin", p.recv_offsets, p.num_halo);
+  check_offsets(pd / "send_offsets.bin", p.send_offsets, std::int64_t(p.send.size()));
+  for (const auto* offsets : {&p.send_offsets, &p.recv_offsets})
+    if (const auto [b, e] = block(*offsets, p.rank); b != e)
+      throw_input(pd / (offsets == &p.send_offsets ? "send_offsets.bin" : "recv_offsets.bin"), 0,
+                  "entry " + std::to_string(p.rank) + ": " + std::to_string(e - b) + " rows exchanged with itself (part " +
+                      std::to_string(p.rank) + "), expected none");
+  std::vector<std::int64_t> runs = {0, p.num_inner, owned};
+  for (std::int64_t q = 1; q <= k; ++q) runs.push_back(owned + p.recv_offsets[std::size_t(q)]);
+  for (std::size_t r = 0; r + 1 < runs.size(); ++r)
+    check_increasing(pd / "global_ids.bin", p.global_ids.data(), runs[r], runs[r + 1],
+                     r == 0 ? "inner rows" : r == 1 ? "boundary rows" : "halo rows from part " + std::to_string(r - 2));
+  // Local CSR over [owned | halo]; every owned row holds all its global neighbours, so its
+  // degree is its row length (the GCN normalisation divides by the degree).
+  check_offsets(pd / "offsets.bin", p.graph.offsets, std::int64_t(p.graph.indices.size()));
+  check_csr_columns(pd / "indices.bin", p.graph.view(), all);
+  if (!p.graph.values.empty()) check_finite(pd / "edge_weights.bin", p.graph.values);
+  const CsrView g = p.graph.view();
+  for (std::int64_t i = 0; i < all; ++i) {
+    const std::int64_t want = i < owned ? g.degree(NodeId(i)) : -1;
+    const std::int32_t d = p.degree[std::size_t(i)];
+    if (d < 0 || d >= p.global_nodes || (i < owned && d != want))
+      throw_input(pd / "degree.bin", 0, "entry " + std::to_string(i) + ": degree " + std::to_string(d) + ", expected " +
+                                            (i < owned ? std::to_string(want) + " (the row's length in offsets.bin)"
+                                                       : "a degree in [0, " + std::to_string(p.global_nodes) + ")"));
+  }
+  // Send lists: owned rows, each peer's in increasing global id (the peer's receive order).
+  check_ids(pd / "send.bin", p.send, owned);
+  for (std::int64_t q = 0; q < k; ++q) {
+    const auto [b, e] = block(p.send_offsets, q);
+    for (std::int64_t i = b + 1; i < e; ++i)
+      if (p.global_ids[std::size_t(p.send[std::size_t(i)])] <= p.global_ids[std::size_t(p.send[std::size_t(i - 1)])])
+        throw_input(pd / "send.bin", 0, "entry " + std::to_string(i) + ": rows sent to part " + std::to_string(q) +
+                                            " not in increasing global id (expected the peer's receive order)");
+  }
+  check_finite(pd / "features.bin", p.features);
+  check_labels(pd / "labels.bin", p.labels, p.label_kind, p.label_cols, p.num_classes);
+  check_splits(pd, p.splits, owned);
 }
 
 Part read_part(const fs::path& dir, int rank, const ReadOptions& opt) {
   const json root = read_parts_meta(dir);
-  const int k = root.at("k").get<int>();
+  const int k = root["k"].get<int>();
   if (rank < 0 || rank >= k)
     throw ParamError(dir.string() + " has " + std::to_string(k) + " parts; there is no part " + std::to_string(rank));
   const fs::path pd = part_dir(dir, rank);
   const json meta = read_meta(pd, kPartFormat, kVersion);
   const fs::path metap = pd / "meta.json";
+  check_part_meta(meta, root, rank, metap, dir / "meta.json");  // every field below is checked
   try {
     Part p;
     p.rank = rank;
     p.k = k;
-    if (meta.at("rank").get<int>() != rank || meta.at("k").get<int>() != k)
-      throw_input(metap, 0, "belongs to another partition (rank/k disagree with its directory)");
+    p.fingerprint = meta["fingerprint"].get<std::string>();
+    p.partition = meta["partition"].get<std::string>();
+    p.dataset_fingerprint = meta["dataset_fingerprint"].get<std::string>();
     p.global_nodes = meta.at("global_nodes").get<std::int64_t>();
     p.num_owned = meta.at("owned").get<std::int64_t>();
     p.num_inner = meta.at("inner").get<std::int64_t>();
@@ -284,9 +437,7 @@ Part read_part(const fs::path& dir, int rank, const ReadOptions& opt) {
     p.degree = map_listed<std::int32_t>(pd, meta, "degree", opt, all, 1);
     p.send_offsets = map_listed<EdgeId>(pd, meta, "send_offsets", opt, std::uint64_t(k) + 1, 1);
     p.recv_offsets = map_listed<EdgeId>(pd, meta, "recv_offsets", opt, std::uint64_t(k) + 1, 1);
-    p.send = map_listed<NodeId>(pd, meta, "send", opt, std::uint64_t(p.send_offsets[std::size_t(k)]), 1);
-    if (p.recv_offsets[std::size_t(k)] != p.num_halo)
-      throw_input(pd / "recv_offsets.bin", 0, "receive blocks do not add up to the halo size");
+    p.send = map_listed<NodeId>(pd, meta, "send", opt, kAnyShape, 1);
     p.num_features = meta.value("features", std::int64_t(0));
     if (p.num_features > 0)
       p.features = map_listed<float>(pd, meta, "features", opt, rows, std::uint64_t(p.num_features));
@@ -304,36 +455,84 @@ Part read_part(const fs::path& dir, int rank, const ReadOptions& opt) {
       s.test = map_listed<NodeId>(pd, meta, "split." + name + ".test", opt, c.at("test").get<std::uint64_t>(), 1);
       p.splits.push_back(std::move(s));
     }
+    validate_part(p, pd);
     return p;
   } catch (const json::exception& e) {
     throw_input(metap, 0, std::string("malformed: ") + e.what());
   }
 }
 
-void write_assignment(const fs::path& path, const std::vector<PartId>& owner) {
-  const fs::path tmp = path.string() + ".halo-tmp-" + std::to_string(getpid());
-  {
-    std::ofstream f(tmp);
-    if (!f) throw_system(tmp, "cannot create");
-    std::string buf;
-    buf.reserve(1 << 20);
-    for (PartId p : owner) {
-      buf += std::to_string(p);
-      buf += '\n';
-      if (buf.size() > (1 << 20) - 16) {
-        f << buf;
-        buf.clear();
-      }
+void verify_parts(const fs::path& dir) {
+  const json meta = read_parts_meta(dir);
+  const int k = meta["k"].get<int>();
+  const Array<PartId> owner = read_owner(dir);
+  read_original_ids(dir);
+  // What each part sends to each peer and receives from it: counts and a hash of the global
+  // ids, so that r's send list to q must be q's receive list from r, element for element,
+  // while only one part is mapped at a time.
+  struct Lists {
+    std::int64_t rows = 0;
+    std::uint64_t hash = 0;
+  };
+  std::vector<Lists> sent(std::size_t(k) * std::size_t(k)), received(sent.size());
+  auto hash_of = [](const std::vector<NodeId>& ids) {  // FNV-1a over the ids
+    std::uint64_t h = 1469598103934665603ull;
+    for (NodeId v : ids) h = (h ^ std::uint64_t(std::uint32_t(v))) * 1099511628211ull;
+    return h;
+  };
+  std::int64_t covered = 0;
+  for (int r = 0; r < k; ++r) {
+    const Part p = read_part(dir, r);  // one part mapped at a time
+    const fs::path gids = part_dir(dir, r) / "global_ids.bin";
+    for (std::int64_t i = 0; i < p.num_owned + p.num_halo; ++i) {
+      const NodeId v = p.global_ids[std::size_t(i)];
+      std::int64_t q = r;
+      if (i >= p.num_owned)
+        q = std::upper_bound(p.recv_offsets.begin(), p.recv_offsets.end(), i - p.num_owned) - p.recv_offsets.begin() - 1;
+      if (owner[std::size_t(v)] != q)
+        throw_input(gids, 0, "entry " + std::to_string(i) + ": node " + std::to_string(v) + " is owned by part " +
+                                 std::to_string(owner[std::size_t(v)]) + " in owner.bin, expected part " +
+                                 std::to_string(q));
     }
-    f << buf;
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw_system(tmp, "write failed");
+    covered += p.num_owned;
+    for (int q = 0; q < k; ++q) {
+      std::vector<NodeId> ids;
+      for (auto [b, e] = block(p.send_offsets, q); b < e; ++b) ids.push_back(p.global_ids[std::size_t(p.send[std::size_t(b)])]);
+      sent[std::size_t(r) * std::size_t(k) + std::size_t(q)] = {std::int64_t(ids.size()), hash_of(ids)};
+      ids.clear();
+      for (auto [b, e] = block(p.recv_offsets, q); b < e; ++b) ids.push_back(p.global_ids[std::size_t(p.num_owned + b)]);
+      received[std::size_t(r) * std::size_t(k) + std::size_t(q)] = {std::int64_t(ids.size()), hash_of(ids)};
     }
   }
-  fs::rename(tmp, path);
+  if (covered != std::int64_t(owner.size()))
+    throw_input(dir / "meta.json", 0, "the parts own " + std::to_string(covered) + " nodes, expected " +
+                                          std::to_string(owner.size()));
+  for (int r = 0; r < k; ++r)
+    for (int q = 0; q < k; ++q) {
+      const Lists& s = sent[std::size_t(r) * std::size_t(k) + std::size_t(q)];
+      const Lists& g = received[std::size_t(q) * std::size_t(k) + std::size_t(r)];
+      if (s.rows != g.rows || s.hash != g.hash)
+        throw_input(part_dir(dir, r) / "send.bin", 0, "part " + std::to_string(r) + " sends " +
+                                                          std::to_string(s.rows) + " rows to part " + std::to_string(q) +
+                                                          ", which receives " + std::to_string(g.rows) +
+                                                          (s.rows == g.rows ? " other rows" : " rows") + " from it");
+    }
+}
+
+void write_assignment(const fs::path& path, const std::vector<PartId>& owner) {
+  StagedFile f(path);  // checked writes, renamed over path when complete (staging.h)
+  std::string buf;
+  buf.reserve(1 << 20);
+  for (PartId p : owner) {
+    buf += std::to_string(p);
+    buf += '\n';
+    if (buf.size() > (1 << 20) - 16) {
+      f.write(buf);
+      buf.clear();
+    }
+  }
+  f.write(buf);
+  f.commit();
 }
 
 }  // namespace halo

@@ -18,6 +18,8 @@
 #include "halo/runtime/memory_model.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
@@ -312,6 +314,86 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
 
   est.overhead = process_overhead_bytes(r.ranks);
   return est;
+}
+
+namespace {
+// The first integer in a file ("" or "max": -1).
+long long first_number(const std::string& path) {
+  std::ifstream f(path);
+  std::string v;
+  if (!(f >> v) || v == "max") return -1;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  return end != v.c_str() ? x : -1;
+}
+
+// The file-backed pages (active and inactive) a cgroup's usage includes, from its memory.stat
+// (v1 names them total_*: the hierarchy's); 0 when unreadable.
+long long file_cache_bytes(const std::string& dir, bool v1) {
+  std::ifstream f(dir + "/memory.stat");
+  std::string key;
+  long long value = 0, sum = 0;
+  const std::string active = v1 ? "total_active_file" : "active_file",
+                    inactive = v1 ? "total_inactive_file" : "inactive_file";
+  while (f >> key >> value)
+    if (key == active || key == inactive) sum += value;
+  return sum;
+}
+}  // namespace
+
+AvailableMemory available_memory() {
+  AvailableMemory a;
+  {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    long long kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit)
+      if (key == "MemAvailable:") {
+        a.bytes = std::int64_t(kib) * 1024;
+        a.source = "MemAvailable";
+        break;
+      }
+  }
+  // The memory cgroup: "0::/path" (v2) or "N:memory:/path" (v1, possibly with other controllers).
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    const std::size_t c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::string dir, limit_file, usage_file;
+    bool v1 = false;
+    if (controllers.empty()) {
+      dir = "/sys/fs/cgroup" + path;
+      limit_file = "memory.max";
+      usage_file = "memory.current";
+      v1 = false;
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      dir = "/sys/fs/cgroup/memory" + path;
+      limit_file = "memory.limit_in_bytes";
+      usage_file = "memory.usage_in_bytes";
+      v1 = true;
+    } else {
+      continue;
+    }
+    // The tightest room left on the way up (a parent's limit binds its children too).
+    for (std::string d = dir; d.size() >= std::string("/sys/fs/cgroup").size(); d = d.substr(0, d.rfind('/'))) {
+      const long long limit = first_number(d + "/" + limit_file), used = first_number(d + "/" + usage_file);
+      if (limit > 0 && limit < (1LL << 60) && used >= 0) {
+        // Usage counts the page cache, which the kernel reclaims before it kills anything: after
+        // reading a large file a cgroup looks full while it has room (as kubelet's working set,
+        // the file pages are taken off).
+        const std::int64_t room = std::max<std::int64_t>(0, limit - (used - file_cache_bytes(d, v1)));
+        if (a.bytes == 0 || room < a.bytes) {
+          a.bytes = room;
+          a.source = "its memory cgroup's limit";
+        }
+      }
+      if (d.rfind('/') == std::string::npos || d == "/sys/fs/cgroup") break;
+    }
+  }
+  return a;
 }
 
 JobShape job_shape(const std::filesystem::path& path, const TrainOptions& o) {

@@ -18,7 +18,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <numeric>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <unordered_set>
@@ -248,11 +250,13 @@ class Tgn {
   }
 
   // A step for a rank with no batch left in its segment: zero gradients into the same
-  // all-reduce, so every rank takes the same Adam step.
-  void empty_step(Backend& be, std::int64_t step) {
+  // all-reduce, so every rank takes the same Adam step. Returns the step's all-reduced loss
+  // (the other ranks' mean), which every rank checks alike.
+  double empty_step(Backend& be, std::int64_t step) {
     for (Param* p : params()) p->grad.fill(0.f);
     double loss = 0;
     reduce_and_step(be, step, &loss);
+    return loss;
   }
 
   // Every rank's memory, messages and pending list become rank root's.
@@ -708,6 +712,47 @@ std::vector<Scored> all_scored(Communicator& comm, std::vector<Scored> mine, std
   return all;
 }
 
+// The error that ends a training whose loss stopped being a number. The loss a batch returns is
+// all-reduced, so every rank sees the same value and throws at the same batch: none is left
+// waiting in the next batch's all-reduce for the others.
+// batch 0: found in the evaluation after the epoch's training.
+Error diverged(int epoch, std::int64_t batch, std::int64_t batches, const std::string& what, float lr) {
+  char where[80];
+  if (batch > 0) std::snprintf(where, sizeof where, "epoch %d, batch %lld of %lld", epoch, (long long)batch, (long long)batches);
+  else std::snprintf(where, sizeof where, "epoch %d", epoch);
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "%s: %s: the model diverged; lower --lr (now %g) or check the events' times and features for extreme "
+                "values",
+                where, what.c_str(), double(lr));
+  return Error(line);
+}
+
+// Refuses a chronological split that leaves nothing to learn from or nothing to evaluate: a
+// model trained on 0 events scores chance (AP 0.5), which reads as a result, not as an error.
+void check_split(const fs::path& dataset, const Stream& s, const TemporalSplit& split, std::int64_t train_events,
+                 bool evaluates) {
+  const std::int64_t train = split.train_end, valid = split.valid_end - split.train_end,
+                     test = s.events - split.valid_end;
+  std::string missing;
+  if (train_events == 0) missing = "training";
+  else if (evaluates && valid == 0) missing = "validation";
+  else if (evaluates && test == 0) missing = "test";
+  if (missing.empty()) return;
+  std::string sizes = "train " + std::to_string(train);
+  if (train_events != train) sizes += " (" + std::to_string(train_events) + " without held-out nodes)";
+  sizes += ", validation " + std::to_string(valid) + ", test " + std::to_string(test) + " of " +
+           std::to_string(s.events) + " events";
+  char why[200];
+  if (s.events > 0 && s.time[0] == s.time[s.events - 1])
+    std::snprintf(why, sizeof why, "every event has the timestamp %g", s.time[0]);
+  else
+    std::snprintf(why, sizeof why, "the split is at the 70%% and 85%% time quantiles, %g and %g, and events at one "
+                  "time stay together", split.valid_time, split.test_time);
+  throw InputError(dataset.string() + ": the chronological split leaves no " + missing + " events (" + sizes + "; " +
+                   why + "); a temporal dataset needs events spread over time");
+}
+
 // The test figures of a summary from the test scores.
 void set_test(TgnSummary& sum, const Scores& test) {
   sum.test_ap = test.ap();
@@ -744,8 +789,8 @@ json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
 void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vector<Param*>& params,
                          const TgnRunState& st, const json& key) {
   if (comm.rank() == 0) {
-    fs::create_directories(dir);
-    StagingDir stage(epoch_dir(dir, st.epoch), /*overwrite=*/true);
+    // StagingDir creates dir, and removes it again when this first epoch fails.
+    StagingDir stage(epoch_dir(dir, st.epoch), "halo-tgn-checkpoint", /*overwrite=*/true);
     ArrayDir a(stage.path());
     for (Param* p : params) {
       a.put(p->name + ".value", p->value.storage());
@@ -911,16 +956,19 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     throw ParamError(dataset.string() + " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
   Communicator& comm = world();
   const bool lead = comm.rank() == 0;
+  // Outputs refused before any work when they would replace something they must not or touch
+  // the dataset (staging.h).
+  if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {dataset});
+  if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {dataset});
   if (opt.threads > 0) omp_set_num_threads(opt.threads);
   else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(default_threads_per_rank());
   const TemporalDataset d = read_temporal_dataset(dataset);
   const Stream s = stream_of(d);
   const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
-  std::ofstream log;
-  if (lead && !opt.log.empty()) {
-    log.open(opt.log, opt.resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw_system(opt.log, "cannot open log");
-  }
+  // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
+  check_split(dataset, s, split, split.train_end, opt.model == "edgebank" || !opt.skip_eval);
+  LogFile log;  // every record written whole and checked (staging.h)
+  if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
   TgnSummary sum;
   if (opt.model == "edgebank") {
     std::unordered_set<std::uint64_t> seen;
@@ -931,7 +979,8 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     edgebank(s, split.valid_end, s.events, opt.batch_size, kEvalNegatives, split.inductive, seen, test);
     sum.valid_ap = val.ap();
     set_test(sum, test);
-    if (log) log << sum.to_json().dump() << "\n";
+    log.write_line(sum.to_json().dump());
+    log.close();
     return sum;
   }
 
@@ -941,18 +990,35 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     if (split.train_keep[std::size_t(e)]) train_ids.push_back(e);
   if (opt.max_train_events > 0 && std::int64_t(train_ids.size()) > opt.max_train_events)
     train_ids.resize(std::size_t(opt.max_train_events));
+  check_split(dataset, s, split, std::int64_t(train_ids.size()), !opt.skip_eval);  // held-out nodes may take them all
   const TemporalCsr train_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   Backend& be = cpu_backend();
-  Tgn model(s, opt, &comm);
+  std::optional<Tgn> built;
+  try {
+    built.emplace(s, opt, &comm);
+  } catch (const std::bad_alloc&) {  // the node state: memory, two message tables, edge features
+    const double bytes = 4.0 * double(s.nodes) * double(3 * opt.memory_dim + std::max<std::int64_t>(1, s.de));
+    throw SystemError("out of memory allocating the node state of " + std::to_string(s.nodes) + " nodes x --memory-dim " +
+                      std::to_string(opt.memory_dim) + " (about " + format_bytes(std::uint64_t(bytes)) + ")");
+  }
+  Tgn& model = *built;
   const bool segments = opt.parallel == "segments" && comm.size() > 1;
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) {
     if (opt.checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
-    if (load_tgn_checkpoint(comm, opt.checkpoint, model.params(), st, key) && lead && !opt.quiet)
-      out << "resumed after epoch " << st.epoch << "\n";
+    // Every rank learns the outcome from rank 0's broadcast, so all refuse alike. No checkpoint
+    // is a typo'd or wiped directory: starting over silently would overwrite the log.
+    if (!load_tgn_checkpoint(comm, opt.checkpoint, model.params(), st, key))
+      throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() + "; drop --resume to start a new run");
+    if (st.epoch > opt.epochs)
+      throw ParamError("--resume: the checkpoint in " + opt.checkpoint.string() + " is of epoch " +
+                       std::to_string(st.epoch) + ", after --epochs " + std::to_string(opt.epochs) +
+                       "; resume with --epochs " + std::to_string(st.epoch) +
+                       " or more, or start a new checkpoint directory");
+    if (lead && !opt.quiet) out << "resumed after epoch " << st.epoch << "\n";
   }
   std::int64_t& step = st.step;
   double& best_val = st.best_val;
@@ -986,14 +1052,19 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     model.set_independent(segments);
     for (std::int64_t b = 0; b < steps; ++b) {
       const std::size_t b0 = first + std::size_t(b) * per;
+      double batch_loss = 0;  // all-reduced: the same on every rank
       if (b0 >= last) {  // this rank's segment is done; the others' is not
-        model.empty_step(be, ++step);
-        continue;
+        batch_loss = model.empty_step(be, ++step);
+      } else {
+        const std::vector<std::int64_t> ids(train_ids.begin() + std::ptrdiff_t(b0),
+                                            train_ids.begin() + std::ptrdiff_t(std::min(last, b0 + per)));
+        batch_loss = model.batch(be, train_sampler, ids, negatives(ids, opt.seed, std::uint64_t(epoch), s.nodes), ++step,
+                                 &ps, &ns);
+        loss += batch_loss;
+        ++batches;
       }
-      const std::vector<std::int64_t> ids(train_ids.begin() + std::ptrdiff_t(b0),
-                                          train_ids.begin() + std::ptrdiff_t(std::min(last, b0 + per)));
-      loss += model.batch(be, train_sampler, ids, negatives(ids, opt.seed, std::uint64_t(epoch), s.nodes), ++step, &ps, &ns);
-      ++batches;
+      if (!std::isfinite(batch_loss))
+        throw diverged(epoch, b + 1, steps, "the training loss is " + std::to_string(batch_loss), opt.lr);
     }
     if (segments) {  // evaluation continues from the memory at the end of training: the last segment's
       model.sync_state(comm.size() - 1);
@@ -1004,7 +1075,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     if (opt.skip_eval) {
       json rec = {{"type", "epoch"}, {"epoch", epoch}, {"loss", loss / double(std::max<std::int64_t>(1, batches))},
                   {"epoch_time_s", secs}, {"events_per_s", speeds.back()}};
-      if (log) log << rec.dump() << "\n";
+      log.write_line(rec.dump());
       checkpoint(epoch);
       if (lead && !opt.quiet) {
         char line[160];
@@ -1016,29 +1087,30 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
     }
     // Validation then test, the memory carried on from training.
     full_sampler.reset();
-    auto evaluate = [&](std::int64_t begin, std::int64_t end) {
+    auto evaluate = [&](std::int64_t begin, std::int64_t end, const char* name) {
       // One negative per event for AP and AUC; with --eval-negatives N, N of them (the first is
       // the same) for the positive's reciprocal rank.
       const std::int64_t nneg = std::max<std::int64_t>(1, opt.eval_negatives);
       std::vector<Scored> mine;
+      std::int64_t nonfinite = 0;  // this rank's NaN or infinite scores
       for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
         const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
         std::vector<float> p, n;
         model.batch(be, full_sampler, ids, negatives(ids, kEvalNegatives, 0, s.nodes, nneg), 0, &p, &n);
+        for (const std::vector<float>* v : {&p, &n})
+          for (float x : *v) nonfinite += !std::isfinite(x);
         const std::int64_t lo = model.slice_begin(std::int64_t(ids.size())), bs = std::int64_t(p.size());
         for (std::int64_t i = 0; i < bs; ++i) {
-          float rr = 0;
-          if (opt.eval_negatives > 0) {  // rank = 1 + #(higher) + #(tied) / 2, as TGB does
-            double above = 0;
-            for (std::int64_t j = 0; j < nneg; ++j) {
-              const float v = n[std::size_t(j * bs + i)];
-              above += v > p[std::size_t(i)] ? 1.0 : v == p[std::size_t(i)] ? 0.5 : 0.0;
-            }
-            rr = float(1.0 / (1.0 + above));
-          }
+          // rank = 1 + #(higher) + #(tied) / 2, as TGB does (negative j of event i at j * bs + i)
+          const float rr = opt.eval_negatives > 0 ? float(reciprocal_rank(p[std::size_t(i)], n.data() + i, nneg, bs)) : 0.f;
           mine.push_back({ids[std::size_t(lo + i)], p[std::size_t(i)], n[std::size_t(i)], rr});
         }
       }
+      // The metrics are defined on NaN (they rank it lowest), but a figure of a model whose scores
+      // are not numbers is no result: every rank learns the count and stops alike.
+      comm.allreduce(&nonfinite, 1);
+      if (nonfinite > 0)
+        throw diverged(epoch, 0, 0, std::to_string(nonfinite) + " of the " + name + " scores are not finite", opt.lr);
       Scores sc;
       sc.batch = opt.batch_size;
       for (const Scored& e : all_scored(comm, std::move(mine), end - begin)) {
@@ -1048,8 +1120,8 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
       }
       return sc;
     };
-    const Scores val = evaluate(split.train_end, split.valid_end);
-    const Scores test = evaluate(split.valid_end, s.events);
+    const Scores val = evaluate(split.train_end, split.valid_end, "validation");
+    const Scores test = evaluate(split.valid_end, s.events, "test");
     const double vap = val.ap();
     json rec = {{"type", "epoch"},          {"epoch", epoch},
                 {"loss", loss / double(std::max<std::int64_t>(1, batches))},
@@ -1063,7 +1135,7 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
       rec["valid_mrr"] = val.mrr();
       rec["test_mrr"] = test.mrr();
     }
-    if (log) log << rec.dump() << "\n";
+    log.write_line(rec.dump());
     if (lead && !opt.quiet) {
       char line[256];
       std::snprintf(line, sizeof line, "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)", epoch,
@@ -1094,7 +1166,8 @@ TgnSummary train_tgn(const fs::path& dataset, const TgnOptions& options, std::os
   comm.allreduce(&rss, 1, ReduceOp::kMax);
   sum.peak_rss_mb = double(rss) / double(1 << 20);
   sum.ranks = comm.size();
-  if (log) log << sum.to_json().dump() << "\n";
+  log.write_line(sum.to_json().dump());
+  log.close();
   return sum;
 }
 

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -38,6 +39,7 @@
 #include "halo/partition/parts.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/halo_exchange.h"
+#include "halo/runtime/memory_model.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -395,7 +397,7 @@ int rank_of_folder(const std::string& name) {
 
 // Writes the run's state (live model, Adam moments, best model, counters) to dir, atomically.
 void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key, const json& exchange) {
-  StagingDir stage(dir, /*overwrite=*/true);
+  StagingDir stage(dir, kCheckpointFormat, /*overwrite=*/true);
   ArrayDir a(stage.path());
   for (Param* p : model.params()) {
     a.put(p->name + ".value", p->value.to_host());
@@ -610,12 +612,110 @@ void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, co
   throw SystemError("injected fault at epoch " + std::to_string(f.epoch) + " (HALO_INJECT_FAULT)");
 }
 
+// What train_rank is allocating, for the message of a std::bad_alloc that the memory check
+// before training did not foresee (thread_local: train_rank runs on the calling thread only).
+thread_local const char* t_allocating = "the run's buffers";
+
+// The memory model's view of this rank (RankShape, ModelShape) from what train_rank holds.
+MemoryEstimate rank_estimate(const RankData& d, const Split& split, const TrainOptions& opt, int ranks, int rank) {
+  RankShape r;
+  r.owned = d.owned;
+  r.halo = d.all - d.owned;
+  r.nnz = d.graph.num_edges();
+  r.send_rows = ranks > 1 && d.plan.send_offsets ? d.plan.send_offsets[ranks] : 0;
+  r.features = d.features.cols;
+  r.label_cols = d.label_cols;
+  r.train_rows = std::int64_t(split.train.size());
+  r.split_rows = std::int64_t(split.train.size() + split.valid.size() + split.test.size());
+  r.ranks = ranks;
+  r.rank = rank;
+  r.part = d.global_ids != nullptr;
+  r.global_nodes = d.global_nodes;
+  // Only rank 0's multi-label metric buffers read it; the local sets times the ranks bound it.
+  r.global_split_rows = std::int64_t(std::max({split.train.size(), split.valid.size(), split.test.size()})) * ranks;
+  ModelShape m;
+  m.sage = opt.model.kind == "sage";
+  m.layers = opt.model.layers;
+  m.hidden = opt.model.hidden;
+  m.out = opt.model.out;
+  m.multilabel = d.label_kind == LabelKind::kMultilabel;
+  m.dropout = opt.model.dropout;
+  m.input_dropout = opt.model.input_dropout;
+  m.batch_norm = opt.model.batch_norm;
+  m.norm_features = opt.norm_features;
+  m.halo_bf16 = opt.halo_dtype == "bf16";
+  m.halo_staleness = opt.halo_staleness;
+  m.predictions = !opt.predictions_out.empty();
+  return estimate_rank_memory(r, m);
+}
+
+// The memory model's bytes for this rank, or, when the sizes are so large that its int64
+// arithmetic could overflow, a float lower bound of the weights and slabs alone (already far
+// beyond any machine).
+double rank_bytes(const RankData& d, const Split& split, const TrainOptions& opt, int ranks, int rank,
+                  std::string* largest) {
+  const double w = double(opt.model.hidden), f = double(d.features.cols), c = double(opt.model.out),
+               a = double(d.all), layers = double(opt.model.layers);
+  const double params = f * w + (layers - 2 > 0 ? layers - 2 : 0) * w * w + w * c;
+  const double rough = 4.0 * (6 * params + 3 * a * w * layers);  // weights, Adam, best; slabs
+  if (rough > 1e17) {
+    *largest = "weights and activations";
+    return rough;
+  }
+  const MemoryEstimate est = rank_estimate(d, split, opt, ranks, rank);
+  std::int64_t top = -1;
+  for (const auto& [name, bytes] : est.terms())
+    if (bytes > top) {
+      top = bytes;
+      *largest = name;
+    }
+  return double(est.total());
+}
+
+// Refuses, before anything large is allocated, a run whose predicted peak (the memory model's,
+// CPU backend) exceeds twice what this process can get: clearly impossible, not a close call
+// (the model is exact to a few percent, and the kernel may still reclaim caches). A close call
+// trains and, if it fails, fails with the message of train_rank's bad_alloc handler.
+// HALO_MEMORY_CHECK=0 skips the check (to let the kernel decide, as the OOM tests do).
+void refuse_impossible_memory(const RankData& d, const Split& split, const TrainOptions& opt, int ranks, int rank) {
+  if (const char* v = std::getenv("HALO_MEMORY_CHECK"); v && std::string(v) == "0") return;
+  std::string largest;
+  const double need = rank_bytes(d, split, opt, ranks, rank, &largest);
+  const AvailableMemory avail = available_memory();
+  if (avail.bytes <= 0 || need <= 2.0 * double(avail.bytes)) return;
+  const bool model_part = largest == "weights" || largest == "activations" || largest == "gradients" ||
+                          largest == "exchange" || largest == "weights and activations" || largest == "transient";
+  char head[160];
+  if (model_part)
+    std::snprintf(head, sizeof head, "--hidden %lld --layers %d", (long long)opt.model.hidden, opt.model.layers);
+  else
+    std::snprintf(head, sizeof head, "%s", d.source.c_str());
+  throw ParamError(std::string(head) + ": training needs about " + format_bytes(std::uint64_t(need)) +
+                   " on this rank (memory model; mostly " + largest + "), but only " +
+                   format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source + "); " +
+                   (model_part  ? "lower --hidden or --layers"
+                    : ranks > 1 ? "partition the dataset into more parts"
+                                : "partition the dataset (halo partition) and train across ranks"));
+}
+
+// The error that ends a run whose loss or outputs stopped being numbers. Every rank sees the same
+// all-reduced loss (and the same all-reduced verdict on the outputs), so every rank throws it
+// at the same epoch: none is left waiting in a collective for the others.
+Error diverged(int run, int epoch, const std::string& what, float lr) {
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "run %d epoch %d: %s: the model diverged; lower --lr (now %g) or check the features for extreme "
+                "values",
+                run, epoch, what.c_str(), double(lr));
+  return Error(line);
+}
+
 // Per-rank figures of one epoch, gathered on rank 0 for the log.
 struct RankFigures {
   double bytes = 0, eval_bytes = 0, wait_s = 0, allreduce_s = 0, compute_s = 0, epoch_s = 0;
 };
 
-TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in, std::ostream& out) {
+TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in, std::ostream& out) try {
   TrainOptions opt = opt_in;
   const int rank = comm.rank(), ranks = comm.size();
   const bool lead = rank == 0;
@@ -633,6 +733,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   opt.model.in = d.features.cols;
   opt.model.out = multilabel ? d.label_cols : d.num_classes;
   opt.check();
+  if (opt.device != "cuda") refuse_impossible_memory(d, *split, opt, ranks, rank);  // the model is of host memory
+  t_allocating = "the row-normalised features and the graph operator";
 
   // Inputs: features as mapped, or a row-normalised copy.
   Matrix xnorm;
@@ -730,11 +832,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   comm.allreduce(&labelled, 1);
   if (labelled == 0) throw ParamError("split '" + opt.split + "' has no labelled training nodes");
 
-  std::ofstream log;
-  if (lead && !opt.log.empty()) {
-    log.open(opt.log, opt.resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw_system(opt.log, "cannot open log");
-  }
+  LogFile log;  // every record written whole and checked (staging.h)
+  if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
   const json key = trajectory_key(opt, d.dataset_fingerprint);
   const json exchange = exchange_record(opt, d.partition, ranks);
 
@@ -805,6 +904,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   for (int run = 0; run < opt.runs; ++run) {
     RunState st;
     st.result.seed = opt.seed + std::uint64_t(run);
+    t_allocating = "the model's weights, gradients and Adam moments";
     Model& model = last.emplace(opt.model, st.result.seed, dev);  // the previous run's goes first
     for (Param* p : model.params())
       p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
@@ -814,6 +914,17 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : run_dir(opt.checkpoint, run);
     if (opt.resume) {
       const json saved = resume_run(comm, ckdir, model, st, key);
+      // Every rank took the same decision (resume_run agrees on the newest epoch collectively).
+      // Run 0 without a checkpoint means none was ever written: a typo'd or wiped directory, and
+      // starting over silently would overwrite the log. Later runs without one start fresh: the
+      // job stopped before reaching them.
+      if (saved.is_null() && run == 0)
+        throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() +
+                         "; drop --resume to start a new run");
+      if (st.epoch > opt.epochs)
+        throw ParamError("--resume: the checkpoint in " + ckdir.string() + " is of epoch " + std::to_string(st.epoch) +
+                         ", after --epochs " + std::to_string(opt.epochs) + "; resume with --epochs " +
+                         std::to_string(st.epoch) + " or more, or start a new checkpoint directory");
       if (!saved.is_null() && lead) {
         if (!opt.quiet) out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
         if (const std::string note = exchange_note(saved, exchange); !note.empty()) out << note << "\n";
@@ -823,6 +934,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch) {
       if (rank == opt.fault.rank && epoch == opt.fault.epoch) inject_fault(opt.fault);
       if (exch) exch->stats().clear();
+      t_allocating = epoch == st.epoch + 1 ? "the layers' activations and gradients (first epoch)" : "a training epoch";
       Stopwatch clock;
       const MatrixView logits = model.forward(be, ctx, x, true, st.result.seed, epoch);
       double loss = multilabel
@@ -847,6 +959,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
       }
       const double reduce_s = reduce_clock.seconds();
       loss /= double(labelled);
+      if (!std::isfinite(loss)) throw diverged(run, epoch, "the training loss is " + std::to_string(loss), opt.lr);
       ++st.adam_step;
       for (Param* p : model.params()) {
         AdamStep s;
@@ -873,6 +986,12 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
         const double before = exch ? double(exch->stats().bytes_sent) : 0;
         const MatrixView eval = evaluate(model, st.result.seed, epoch);
         if (exch) fig.eval_bytes = double(exch->stats().bytes_sent) - before;
+        // A finite loss before the step does not make the stepped model finite: metrics of NaN
+        // outputs would be silent garbage. Decided over all ranks, so all stop together.
+        std::int64_t bad = 0;
+        for (std::int64_t i = 0; i < eval.rows * eval.cols && !bad; ++i) bad = !std::isfinite(eval.data[i]);
+        comm.allreduce(&bad, 1, ReduceOp::kMax);
+        if (bad) throw diverged(run, epoch, "the evaluation outputs are not finite", opt.lr);
         const auto [tr, va, te] = metrics(eval);
         rec["train"] = tr;
         rec["valid"] = va;
@@ -915,7 +1034,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
           compute_hist.push_back(comp);
         }
       }
-      if (log) log << rec.dump() << "\n";
+      log.write_line(rec.dump());
       if (!ckdir.empty() && (epoch % opt.checkpoint_every == 0 || epoch == opt.epochs))
         commit_checkpoint(comm, ckdir, model, st, key, exchange);
     }
@@ -962,9 +1081,11 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   summary.halo_wait_s = median(wait_hist);
   summary.allreduce_s = median(allreduce_hist);
   summary.compute_s = median(compute_hist);
-  if (log) log << summary.to_json().dump() << "\n";
+  log.write_line(summary.to_json().dump());
+  log.close();
   if (opt.profile && lead) out << "time per kernel (training and evaluation, rank 0):\n" << timed.report();
 
+  t_allocating = "the predictions";
   if (!opt.predictions_out.empty()) {  // the run with the best validation score, in input order
     const auto best = std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {
       return a.result.best_valid < b.result.best_valid;
@@ -1011,11 +1132,42 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
     }
   }
   return summary;
+} catch (const std::bad_alloc&) {
+  // Names what was being allocated, and what the memory model predicted against what there was.
+  const AvailableMemory avail = available_memory();
+  std::string predicted;
+  try {
+    for (const Split& s : *d.splits) {
+      TrainOptions o = opt_in;
+      o.model.in = d.features.cols;
+      o.model.out = d.label_kind == LabelKind::kMultilabel ? d.label_cols : d.num_classes;
+      if (s.name != (o.split.empty() ? d.default_split : o.split)) continue;
+      std::string largest;
+      predicted = "; the memory model predicts " +
+                  format_bytes(std::uint64_t(rank_bytes(d, s, o, comm.size(), comm.rank(), &largest))) +
+                  " on this rank, mostly " + largest;
+    }
+  } catch (const std::exception&) {  // no prediction: the message goes without it
+  }
+  throw SystemError(std::string("out of memory allocating ") + t_allocating + predicted +
+                    (avail.bytes > 0 ? ", with " + format_bytes(std::uint64_t(avail.bytes)) + " available (" +
+                                           avail.source + ")"
+                                     : std::string()));
+}
+
+// Refuses, before any work, an output that would replace something it must not or touch the input
+// (staging.h): a run must not end hours later on a --predictions-out it cannot write. Rank 0
+// writes the log and predictions; every rank writes its checkpoint folder.
+void check_outputs(const TrainOptions& opt, const fs::path& input, bool lead) {
+  if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {input});
+  if (lead && !opt.predictions_out.empty()) resolve_file_output(opt.predictions_out, {input});
+  if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {input});
 }
 
 }  // namespace
 
 TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std::ostream& out) {
+  check_outputs(opt, dataset, /*lead=*/true);
   const GraphDataset d = read_graph_dataset(dataset);
   RankData r;
   r.source = dataset.string();
@@ -1034,13 +1186,32 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
 }
 
 TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt, std::ostream& out) {
+  check_outputs(opt, parts, comm.rank() == 0);
   const json meta = read_parts_meta(parts);
   const int k = meta.at("k").get<int>();
   if (k != comm.size())
     throw ParamError(parts.string() + " has " + std::to_string(k) + " parts but the job has " +
                      std::to_string(comm.size()) + " rank" + (comm.size() == 1 ? "" : "s") +
                      ": run it with mpirun -np " + std::to_string(k));
-  const Part p = read_part(parts, comm.rank());
+  const Part p = read_part(parts, comm.rank());  // validated; refuses a part of another partition
+  {
+    // What no rank can check alone: that its peers agree, i.e. q's send count to r is r's
+    // receive count from q (else the exchange mismatches message sizes). One all-reduce of the
+    // K x K counts, keyed (sender, receiver); every rank reaches the same verdict.
+    std::vector<std::int64_t> counts(2 * std::size_t(k) * std::size_t(k), 0);
+    const auto kk = std::size_t(k), r = std::size_t(p.rank);
+    for (std::size_t q = 0; q < kk; ++q) {
+      counts[r * kk + q] = p.send_offsets[q + 1] - p.send_offsets[q];
+      counts[kk * kk + q * kk + r] = p.recv_offsets[q + 1] - p.recv_offsets[q];
+    }
+    comm.allreduce(counts.data(), std::int64_t(counts.size()), ReduceOp::kSum);
+    for (std::size_t i = 0; i < kk * kk; ++i)
+      if (counts[i] != counts[kk * kk + i])
+        throw InputError((parts / ("part-" + std::to_string(i / kk)) / "send_offsets.bin").string() + ": part " +
+                         std::to_string(i / kk) + " sends " + std::to_string(counts[i]) + " rows to part " +
+                         std::to_string(i % kk) + ", which expects " + std::to_string(counts[kk * kk + i]) +
+                         " (parts from different partitions?)");
+  }
   const Array<NodeId> original = comm.rank() == 0 ? read_original_ids(parts) : Array<NodeId>();
   RankData r;
   r.source = (parts / ("part-" + std::to_string(p.rank))).string();

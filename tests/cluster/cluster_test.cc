@@ -343,8 +343,19 @@ TEST(Cluster, NodeOutOfMemoryEndsTheJobSayingSoAndTheCheckpointSurvives) {
   const Result first = c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 10 --checkpoint " + c.data() + "/ck");
   ASSERT_EQ(first.code, 0) << first.out;
   c.up(2, "--slots 2 --mem-per-node-list -,24M");
-  const Result oom =
+  // The memory model sees at start that node2's parts cannot fit (more than twice the room its
+  // cgroup leaves) and refuses before allocating; with the check off the kernel's OOM killer
+  // ends the ranks, and the supervisor says so.
+  const Result refused =
       c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  EXPECT_NE(refused.code, 0) << refused.out;
+  EXPECT_TRUE(std::regex_search(refused.out, std::regex("error: rank [23] of 4 on node2: .*/part-[23]: training needs "
+                                                        "about [0-9.]+ MiB on this rank \\(memory model; .*\\), but "
+                                                        "only [0-9.]+ MiB is available \\(its memory cgroup's limit\\); "
+                                                        "partition the dataset into more parts")))
+      << refused.out;
+  const Result oom = c.run(mpirun(4, "HALO_MEMORY_CHECK=0") + halo() + " train " + c.data() + "/g100k-4" + args +
+                           " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
   EXPECT_NE(oom.code, 0) << oom.out;
   EXPECT_TRUE(std::regex_search(oom.out, std::regex("error: rank [23] of 4 on node2: out of memory: the kernel's OOM "
                                                     "killer ended it at [0-9]+ MiB resident \\(the memory limit of "

@@ -66,6 +66,42 @@ TEST(Dataset, RoundTripsEveryArray) {
   EXPECT_EQ(vec(r.split("a")->test), (std::vector<NodeId>{3, 4}));
 }
 
+// An undirected dataset must store every edge both ways with one weight: the streaming check
+// (a keyed hash of the entries both ways) passes exactly the symmetric graphs, and on failure
+// the exact search names the first entry without its reverse. -0 and +0 are one weight.
+TEST(Dataset, ValidationFindsTheFirstEdgeWithoutItsReverse) {
+  GraphDataset d = small();
+  EXPECT_NO_THROW(validate_graph_dataset(d, "small"));
+  const std::vector<EdgeId> offsets(d.graph.offsets.begin(), d.graph.offsets.end());
+  std::vector<NodeId> indices(d.graph.indices.begin(), d.graph.indices.end());
+  std::vector<float> weights(d.graph.values.begin(), d.graph.values.end());
+  auto with = [&](const std::vector<NodeId>& idx, const std::vector<float>& w) {
+    GraphDataset e = small();
+    e.graph.offsets = Array<EdgeId>(std::vector<EdgeId>(offsets));
+    e.graph.indices = Array<NodeId>(std::vector<NodeId>(idx));
+    e.graph.values = Array<float>(std::vector<float>(w));
+    return e;
+  };
+  // Row 2 holds {1, 3}: the weight of 2 -> 3 changed, then a zero weight signed both ways.
+  std::vector<float> other = weights;
+  other[std::size_t(offsets[2] + 1)] = 9.f;
+  test::expect_input_error([&] { validate_graph_dataset(with(indices, other), "w"); },
+                                          {"indices.bin", "(row 2): edge 2 -> 3 has a reverse of another weight"});
+  std::vector<float> zeros = weights;
+  zeros[std::size_t(offsets[2] + 1)] = 0.f;   // 2 -> 3
+  zeros[std::size_t(offsets[3])] = -0.f;      // 3 -> 2
+  EXPECT_NO_THROW(validate_graph_dataset(with(indices, zeros), "z"));
+  // 2 -> 3 becomes 2 -> 4: rows stay sorted, but 4 -> 2 and 3 -> 2's partner are missing.
+  std::vector<NodeId> oneway = indices;
+  oneway[std::size_t(offsets[2] + 1)] = 4;
+  test::expect_input_error([&] { validate_graph_dataset(with(oneway, weights), "o"); },
+                                          {"(row 2): edge 2 -> 4 has no reverse", "undirected"});
+  // Directed datasets need no reverse.
+  GraphDataset directed = with(oneway, weights);
+  directed.directed = true;
+  EXPECT_NO_THROW(validate_graph_dataset(directed, "d"));
+}
+
 TEST(Dataset, ArraysAreMemoryMappedAndAligned) {
   TempDir t;
   write_graph_dataset(small(), t / "ds");

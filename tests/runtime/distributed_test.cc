@@ -31,22 +31,10 @@ using json = nlohmann::json;
 using test::TempDir;
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  double seconds = 0;
-  std::string out;
-};
+using Result = test::Run;
 
-// Runs a shell command, capturing stdout and stderr together.
-Result shell(const std::string& cmd, const fs::path& out_file) {
-  const auto start = std::chrono::steady_clock::now();
-  const int status = std::system((cmd + " > " + out_file.string() + " 2>&1").c_str());
-  Result r;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = test::read_bytes(out_file);
-  return r;
-}
+// Runs a shell command, stdout and stderr together in out_file.
+Result shell(const std::string& cmd, const fs::path& out_file) { return test::shell_merged(cmd, out_file); }
 
 std::string halo() { return test::configured("HALO_BINARY", HALO_BINARY); }
 std::string mpirun(int np) {
@@ -484,7 +472,8 @@ TEST(Distributed, ACheckpointOfOneProcessResumesOnTwoRanksFromTheRankThatHasIt) 
 }
 
 // A checkpoint of another dataset, of other options or of an older halo is refused in one line
-// naming what differs; a directory with no checkpoint starts fresh.
+// naming what differs; so is --resume on a directory with no checkpoint (it used to start fresh,
+// silently, which hid a mistyped --checkpoint and overwrote the log).
 TEST(Distributed, ResumeRefusesAnotherDatasetOrOtherOptionsInOneLine) {
   TempDir t;
   const std::string ck = " --threads 1 -q --epochs 2 --checkpoint " + (t / "ck").string();
@@ -501,9 +490,10 @@ TEST(Distributed, ResumeRefusesAnotherDatasetOrOtherOptionsInOneLine) {
   const Result fresh = shell(mpirun(2) + halo() + " train " + data("cora-2").string() +
                                  " --threads 1 --epochs 2 --resume --checkpoint " + (t / "empty").string(),
                              t / "o3");
-  EXPECT_EQ(fresh.code, 0) << fresh.out;
-  EXPECT_EQ(fresh.out.find("resumed"), std::string::npos) << fresh.out;
-  EXPECT_NE(fresh.out.find("run 0 epoch    1"), std::string::npos) << fresh.out;
+  EXPECT_EQ(fresh.code, 2) << fresh.out;
+  EXPECT_NE(fresh.out.find("--resume: no checkpoint in " + (t / "empty").string() + "; drop --resume to start a new run"),
+            std::string::npos) << fresh.out;
+  EXPECT_EQ(fresh.out.find("run 0 epoch    1"), std::string::npos) << fresh.out;
 }
 
 // With bf16 halo rows the trajectory depends on the partition: resuming one on another partition

@@ -13,22 +13,11 @@ namespace {
 using test::TempDir;
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = test::Run;
 
+// Runs `halo args` with stdout and stderr captured apart.
 Result run(const std::string& args, const TempDir& t) {
-  const fs::path out = t / "stdout.txt", err = t / "stderr.txt";
-  const std::string cmd = test::configured("HALO_BINARY", HALO_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_bytes(out);
-  r.err = test::read_bytes(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
+  return test::shell(test::configured("HALO_BINARY", HALO_BINARY) + " " + args, t.path());
 }
 
 int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }

@@ -26,7 +26,10 @@ Action add_convert(CLI::App& app) {
   cmd->add_option("--reorder", a->opt.reorder, "Node order: none|rcm (reverse Cuthill-McKee)")
       ->capture_default_str();
   cmd->add_flag("--one-based", a->opt.one_based, "Edge list ids start at 1");
-  cmd->add_option("--num-nodes", a->opt.num_nodes, "Edge lists: node count (default: max id + 1)");
+  cmd->add_option("--num-nodes", a->opt.num_nodes, "Edge lists: node count (default: max id + 1)")
+      ->check(int_range(1, kMaxNodes));
+  cmd->add_flag("--allow-sparse-ids", a->opt.allow_sparse_ids,
+                "Edge and event lists: size the graph by the largest id even when it is over 100x the ids used");
   cmd->add_option("--name", a->opt.name, "Dataset name (default: the input's name)");
   cmd->add_flag("-f,--force", a->opt.overwrite, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the conversion report as JSON on stdout");

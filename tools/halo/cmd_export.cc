@@ -23,6 +23,8 @@ Action add_export(CLI::App& app) {
   return [a] {
     Stopwatch clock;
     if (a->format != "metis") throw ParamError("--format: only metis is supported");
+    require_dataset(a->dataset);
+    resolve_file_output(a->output, {a->dataset});  // not a device, not the dataset (staging.h)
     const GraphDataset d = read_graph_dataset(a->dataset);
     if (d.directed) throw ParamError("METIS files hold undirected graphs; this dataset is directed");
     write_metis(a->output, d.graph.view(), a->weights ? d.node_weights.data() : nullptr,

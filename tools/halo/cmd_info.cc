@@ -1,8 +1,10 @@
-// `halo info DATASET [--json]`: what a dataset holds.
+// `halo info DATASET|PARTS [--json]`: what a dataset or a partition holds, after verifying all
+// of it (checksums, structure, and for a partition every part and its fingerprints).
 #include <cstdio>
 #include <memory>
 
 #include "commands.h"
+#include "halo/graph/error.h"
 #include "halo/graph/summary.h"
 #include "halo/partition/parts.h"
 
@@ -19,18 +21,25 @@ Action add_info(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON instead of text");
   return [a] {
     if (is_parts_dir(a->path)) {
+      // Every part present, every checksum and fingerprint right, every part consistent with
+      // owner.bin and its peers: what `mpirun halo train PARTS` will need, checked up front.
+      verify_parts(a->path);
       nlohmann::json meta = read_parts_meta(a->path);
-      read_owner(a->path);  // verifies the assignment's checksum
       meta.erase("arrays");
       if (a->json) {
         std::printf("%s\n", meta.dump(2).c_str());
-      } else {
-        std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(), meta["k"].get<int>(),
-                    meta["method"].get<std::string>().c_str(),
-                    meta["dataset"]["name"].get<std::string>().c_str(),
-                    meta.value("dataset_path", std::string()).c_str());
-        std::printf("%s", format_quality(meta).c_str());
+        return 0;
       }
+      std::string report;
+      try {  // the quality report's figures are not needed to train: checked only here
+        report = format_quality(meta);
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(a->path + "/meta.json: malformed quality report: " + e.what());
+      }
+      std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(), meta["k"].get<int>(),
+                  meta.value("method", std::string()).c_str(), meta["dataset"].value("name", "").c_str(),
+                  meta.value("dataset_path", std::string()).c_str());
+      std::printf("%s", report.c_str());
       return 0;
     }
     const nlohmann::json s = summarize_dataset(a->path);

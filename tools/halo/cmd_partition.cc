@@ -1,5 +1,6 @@
 // `halo partition DATASET -k K -o PARTS`: cut a dataset into K parts with halo plans.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -37,17 +38,15 @@ Action add_partition(CLI::App& app) {
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   return [a] {
+    require_dataset(a->dataset);
     if (!a->weights.empty()) {
       std::stringstream ss(a->weights);
       std::string item;
       while (std::getline(ss, item, ',')) {
-        try {
-          std::size_t used = 0;
-          a->opt.part_weights.push_back(std::stod(item, &used));
-          if (used != item.size()) throw std::invalid_argument(item);
-        } catch (const std::exception&) {
-          throw ParamError("--part-weights: '" + item + "' is not a number");
-        }
+        std::string copy = item;
+        const std::string why = finite_number()(copy);  // the check every real flag gets
+        if (!why.empty()) throw ParamError("--part-weights: " + why);
+        a->opt.part_weights.push_back(std::strtod(item.c_str(), nullptr));
       }
     }
     const nlohmann::json meta =

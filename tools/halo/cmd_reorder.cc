@@ -30,7 +30,9 @@ Action add_reorder(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "METIS seed")->capture_default_str();
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   return [a] {
+    require_dataset(a->dataset);
     Stopwatch clock;
+    resolve_dir_output(a->output, "halo-dataset", a->force, {a->dataset});  // never the input (staging.h)
     GraphDataset d = read_graph_dataset(a->dataset);
     const double before = window_locality(d.graph.view(), a->block);
     reorder_dataset(d, locality_order(d, a->method, a->block, a->seed));

@@ -11,6 +11,7 @@
 namespace halo::cli {
 
 Action add_tgn(CLI::App& app) {
+  constexpr std::int64_t kMaxWidth = 65536;
   auto o = std::make_shared<TgnOptions>();
   auto path = std::make_shared<std::string>();
   auto log = std::make_shared<std::string>();
@@ -27,10 +28,14 @@ Action add_tgn(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--embedding", o->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
       ->capture_default_str();
-  cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str();
-  cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str();
-  cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str();
-  cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")->capture_default_str();
+  // Widths bounded far above any published model (TGN uses 100-172) so that a typo is an
+  // error, not an allocation of nodes x width x several floats.
+  cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str()->check(int_range(1, kMaxWidth));
+  cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str()->check(int_range(1, kMaxWidth));
+  cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str()->check(int_range(1, kMaxWidth));
+  cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")
+      ->capture_default_str()
+      ->check(int_range(1, 4096));
   cmd->add_option("--neighbors-before", o->neighbors_before,
                   "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
       ->capture_default_str();
@@ -59,6 +64,7 @@ Action add_tgn(CLI::App& app) {
     o->log = *log;
     o->checkpoint = *ck;
     Stopwatch clock;
+    require_dataset(*path);
     const TgnSummary s = train_tgn(*path, *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     if (o->skip_eval) {

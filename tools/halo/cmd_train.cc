@@ -81,9 +81,11 @@ Action add_train(CLI::App& app) {
   auto over = [&](CLI::Option* o, std::function<void(TrainOptions&)> set) { overrides.emplace_back(o, std::move(set)); };
   over(cmd->add_option("--model", a->model, "gcn | sage")->capture_default_str(),
        [a](TrainOptions& t) { t.model.kind = a->model; });
-  over(cmd->add_option("--layers", a->layers, "Number of layers")->capture_default_str(),
+  // Depth and width bounded far above any published model (deep GCNs reach ~100 layers, widths
+  // a few thousand) so that a typo is an error, not an allocation of nodes x width floats.
+  over(cmd->add_option("--layers", a->layers, "Number of layers")->capture_default_str()->check(int_range(1, 1024)),
        [a](TrainOptions& t) { t.model.layers = a->layers; });
-  over(cmd->add_option("--hidden", a->hidden, "Hidden width")->capture_default_str(),
+  over(cmd->add_option("--hidden", a->hidden, "Hidden width")->capture_default_str()->check(int_range(1, 65536)),
        [a](TrainOptions& t) { t.model.hidden = a->hidden; });
   over(cmd->add_option("--dropout", a->dropout, "Dropout probability")->capture_default_str(),
        [a](TrainOptions& t) { t.model.dropout = a->dropout; });

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <string>
 
 namespace halo::cli {
 
@@ -19,5 +21,19 @@ Action add_reorder(CLI::App& app);
 
 // The one-line footer long commands end with: "<what> in 1.23 s, peak memory 45.6 MiB".
 void print_footer(const std::string& what, double seconds);
+
+// Flag checks shared by every command (main.cc). A failed check is a CLI11 ValidationError
+// "--flag: what was expected", which main turns into one line and exit 2.
+// A real flag must be a finite number (inf, nan and overflow are refused).
+CLI::Validator finite_number();
+// An integer flag must be plain decimal (CLI11 alone reads "010" as 8); >= 0 when non_negative.
+CLI::Validator decimal_integer(bool non_negative);
+// Adds the two checks above to every FLOAT / INT / UINT option of app and its subcommands.
+void check_number_flags(CLI::App& app);
+// An integer flag must lie in [lo, hi]: the bounds that keep sizes to what someone meant.
+CLI::Validator int_range(std::int64_t lo, std::int64_t hi);
+// Throws ParamError unless path is a native dataset: a partition (halo partition's output)
+// given where a dataset is expected gets a message saying so, not a parse failure deep inside.
+void require_dataset(const std::string& path);
 
 }  // namespace halo::cli

@@ -47,6 +47,7 @@ struct GraphDataset {
   std::vector<Split> splits;
   Array<NodeId> original_ids;  // when reordered: original id of each node; else empty
   std::string reorder = "none";
+  std::string fingerprint;     // meta.json's, when read from disk; else empty
 
   std::int64_t num_nodes() const { return graph.num_nodes; }
   const Split* split(const std::string& name) const;
@@ -90,8 +91,11 @@ class ArrayDir {
                                         std::uint64_t rows, std::uint64_t cols);
   void record(const std::string& name, const ArrayInfo& info);
   // Writes meta.json = meta + {"format", "version", "arrays", "fingerprint"}; returns the
-  // fingerprint (hex CRC-32 over the sorted array names and checksums).
-  std::string write_meta(nlohmann::json meta, const std::string& format, int version);
+  // fingerprint (hex CRC-32 over the sorted array names and checksums, then `derived_from`).
+  std::string write_meta(nlohmann::json meta, const std::string& format, int version,
+                         const std::string& derived_from = "");
+  // The fingerprint write_meta would give for the arrays recorded so far.
+  std::string fingerprint(const std::string& derived_from = "") const;
 
  private:
   std::filesystem::path dir_;
@@ -138,15 +142,75 @@ struct ReadOptions {
 
 // "graph" or "temporal", from DIR/meta.json; throws InputError if it is not a halo dataset.
 std::string dataset_kind(const std::filesystem::path& dir);
-// Maps a graph dataset; throws InputError naming the file on any mismatch.
+// Maps a graph dataset and validates it (validate_graph_dataset); throws InputError naming the
+// file on any mismatch, before any caller can index with a bad id.
 GraphDataset read_graph_dataset(const std::filesystem::path& dir, const ReadOptions& = {});
+// Maps a temporal dataset and validates it (ids in range, time finite and non-decreasing).
 TemporalDataset read_temporal_dataset(const std::filesystem::path& dir, const ReadOptions& = {});
-// meta.json of a dataset, parsed.
+// meta.json of a dataset, parsed, with every field the readers use type- and range-checked.
 nlohmann::json read_dataset_meta(const std::filesystem::path& dir);
 
-// DIR/meta.json parsed, checked to have "format": format and "version": version.
+// DIR/meta.json parsed, checked to have "format": format and "version": version and a
+// well-formed "arrays" table (plain file names, integer checksums).
 nlohmann::json read_meta(const std::filesystem::path& dir, const std::string& format,
                          int version);
+// Hex CRC-32 over the names and checksums of an "arrays" table, then derived_from: what
+// ArrayDir::write_meta records as "fingerprint".
+std::string arrays_fingerprint(const nlohmann::json& arrays, const std::string& derived_from = "");
+
+// ---- meta.json fields, checked ----------------------------------------------------------
+// Each throws InputError "FILE: \"KEY\": expected ..., found ..." so a hand-edited meta.json
+// cannot reach a caller as a JSON type error or an absurd size.
+
+// j[key], an integer in [lo, hi]; absent gives fallback when it is set, else an error.
+std::int64_t meta_int(const nlohmann::json& j, const std::string& key,
+                      const std::filesystem::path& file, std::int64_t lo, std::int64_t hi,
+                      std::optional<std::int64_t> fallback = std::nullopt);
+// j[key], a string; absent gives fallback when it is set, else an error.
+std::string meta_string(const nlohmann::json& j, const std::string& key,
+                        const std::filesystem::path& file,
+                        std::optional<std::string> fallback = std::nullopt);
+// j[key], a boolean; absent gives fallback.
+bool meta_bool(const nlohmann::json& j, const std::string& key, const std::filesystem::path& file,
+               bool fallback);
+// A "labels" object: kind none/multiclass/multilabel with the columns and classes it needs.
+void check_labels_meta(const nlohmann::json& labels, const std::filesystem::path& file);
+// j[key], an object; absent is an error.
+const nlohmann::json& meta_object(const nlohmann::json& j, const std::string& key,
+                                  const std::filesystem::path& file);
+
+// ---- structure checks (invariant 7) ------------------------------------------------------
+// Shared by every reader of datasets and parts: each is O(size), parallel, reports the first
+// bad entry (the same one whatever the thread count) as "FILE: entry I: what, expected ...".
+
+// offsets[0] = 0, non-decreasing, offsets.back() = count.
+void check_offsets(const std::filesystem::path& file, const Array<EdgeId>& offsets,
+                   std::int64_t count);
+// Every row's columns in [0, cols), strictly increasing (sorted, no duplicates), and no
+// self-loop (column == row): the CSR invariants of csr.h. Offsets must have passed
+// check_offsets.
+void check_csr_columns(const std::filesystem::path& file, const CsrView& g, std::int64_t cols);
+// Every stored u->v has v->u, with an equal weight when weighted (what "directed": false
+// promises, and what METIS and the halo lists assume). g must have passed check_csr_columns.
+void check_symmetric(const std::filesystem::path& file, const CsrView& g);
+// ids[begin, end) strictly increasing; `what` names the run in the message.
+void check_increasing(const std::filesystem::path& file, const NodeId* ids, std::int64_t begin,
+                      std::int64_t end, const std::string& what);
+// Every id in [0, bound). With seen (bound bits, shared across calls) also distinct from each
+// other and from every id seen before; `clash` names what an id seen before belongs to.
+void check_ids(const std::filesystem::path& file, const Array<NodeId>& ids, std::int64_t bound,
+               std::vector<std::uint64_t>* seen = nullptr, const std::string& clash = "");
+// Every value finite (no NaN or infinity).
+void check_finite(const std::filesystem::path& file, const Array<float>& values);
+// Labels as LabelKind promises: none has no columns; multiclass one column of values in
+// [-1, classes); multilabel values in {-1, 0, 1} with classes 2.
+void check_labels(const std::filesystem::path& file, const Array<std::int32_t>& labels,
+                  LabelKind kind, std::int64_t cols, std::int64_t classes);
+// Splits: ids in [0, n), each node in at most one of a split's train/valid/test.
+void check_splits(const std::filesystem::path& dir, const std::vector<Split>& splits,
+                  std::int64_t n);
+// Every check above that applies to a graph dataset read from dir (file names for messages).
+void validate_graph_dataset(const GraphDataset& d, const std::filesystem::path& dir);
 
 inline constexpr std::uint64_t kAnyShape = ~0ull;
 // Maps array `name` listed in meta["arrays"] of dir, checking it against the listed checksum

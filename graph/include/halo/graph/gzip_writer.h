@@ -3,7 +3,6 @@
 // pandas read them as one stream), members appended in order.
 #pragma once
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,20 +11,23 @@ namespace halo {
 
 class GzipWriter {
  public:
-  // level 1 = fastest; block_bytes = text per member.
+  // Creates path (inside a staging folder, whose rename commits it); level 1 = fastest.
   explicit GzipWriter(const std::filesystem::path& path, int level = 1);
   ~GzipWriter();
   GzipWriter(const GzipWriter&) = delete;
   GzipWriter& operator=(const GzipWriter&) = delete;
 
-  // Compresses the given text blocks in parallel and appends them in order.
+  // Compresses the given text blocks in parallel and appends them in order; SystemError naming
+  // the file when a write fails.
   void write_blocks(const std::vector<std::string>& blocks);
+  // Ends the stream, fsyncs and closes the file, every step checked.
   void close();
 
  private:
   std::filesystem::path path_;
   int level_;
-  std::FILE* f_ = nullptr;
+  int fd_ = -1;
+  bool wrote_ = false;  // an empty file is not valid gzip: close() then writes an empty member
 };
 
 }  // namespace halo

@@ -2,7 +2,7 @@
 // gzip file (detected by its magic bytes, not its name), inflating on a background thread so
 // that decompression and parsing overlap on two cores. LineCursor walks a block field by field
 // with hand-written integer parsing and std::from_chars for floats, keeping the line number
-// so every error can name it.
+// so every error can name it. Every float that leaves a LineCursor is finite.
 #pragma once
 
 #include <charconv>
@@ -16,17 +16,24 @@
 
 namespace halo {
 
+// The longest line any reader accepts, in bytes. Far above any real file (a METIS vertex with
+// 50 million neighbours writes a ~500 MB line); it bounds memory when a file has no newlines.
+inline constexpr std::size_t kMaxLineBytes = std::size_t(1) << 30;
+
 class LineReader {
  public:
-  // Opens path; throws SystemError when it cannot be opened.
-  explicit LineReader(const std::filesystem::path& path);
+  // Opens path; throws SystemError when it cannot be opened, InputError when it is a
+  // directory or is named *.gz without being gzip. Later errors (InputError, from next()):
+  // corrupt or truncated gzip, a NUL byte (binary data), a line longer than max_line_bytes.
+  explicit LineReader(const std::filesystem::path& path, std::size_t max_line_bytes = kMaxLineBytes);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
   // Sets block to the next run of whole lines (the last may lack its '\n' at end of file);
-  // returns false at end of file. The block stays valid until the next call.
-  // Throws InputError for a corrupt or truncated gzip stream.
+  // returns false at end of file. The block stays valid until the next call. Lines of any
+  // length up to max_line_bytes come whole; errors found ahead are thrown in line order,
+  // after the blocks before them.
   bool next(std::string_view& block);
 
   const std::filesystem::path& path() const { return path_; }
@@ -93,7 +100,8 @@ class LineCursor {
     }
     return neg ? -v : v;
   }
-  // Next field as a float; "nan"/"NaN" and an empty field give NaN when allow_nan.
+  // Next field as a finite float: inf, nan (any spelling) and out-of-range values throw
+  // InputError. With allow_nan, NaN in any spelling and an empty field give NaN (missing).
   float next_float(const char* what, bool allow_nan = false);
   double next_double(const char* what, bool allow_nan = false);
   // Next field as raw text.
@@ -130,6 +138,10 @@ std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn, const ch
 
 // Reads the first line of a small file as text (no newline); empty for an empty file.
 std::string read_first_line(const std::filesystem::path& path);
+
+// s for an error message: at most max_bytes of it, every control byte and invalid UTF-8
+// escaped as \xHH (so binary input cannot drive the terminal), "..." when cut.
+std::string printable(std::string_view s, std::size_t max_bytes = 200);
 
 }  // namespace halo
 

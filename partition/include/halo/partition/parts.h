@@ -47,6 +47,9 @@ struct Part {
   std::vector<Split> splits;
   Array<EdgeId> send_offsets, recv_offsets;
   Array<NodeId> send;
+  std::string fingerprint;          // of this part's arrays, as PARTS/meta.json records it
+  std::string partition;            // fingerprint of the partition it belongs to
+  std::string dataset_fingerprint;  // of the dataset that partition cut
 
   const Split* split(const std::string& name) const;
 };
@@ -65,14 +68,28 @@ nlohmann::json partition_dataset(const std::filesystem::path& dataset,
                                  const std::filesystem::path& out, const PartitionOptions& options,
                                  bool overwrite, const std::filesystem::path& assignment_out = {});
 
-// PARTS/meta.json, checked.
+// PARTS/meta.json, with every field the readers, `halo info` and the trainer use type- and
+// range-checked, and its fingerprint consistent with its arrays and dataset.
 nlohmann::json read_parts_meta(const std::filesystem::path& dir);
-// The owner array (part of every global node).
+// The owner array (part of every global node), every entry checked to be in [0, k).
 Array<PartId> read_owner(const std::filesystem::path& dir, const ReadOptions& = {});
-// The dataset's input order of every global node (empty when the dataset was not reordered).
+// The dataset's input order of every global node (empty when the dataset was not reordered),
+// checked to be a permutation.
 Array<NodeId> read_original_ids(const std::filesystem::path& dir, const ReadOptions& = {});
-// Maps part `rank` of PARTS; throws InputError naming the file on any mismatch.
+// Maps part `rank` of PARTS and validates it (validate_part); first checks that part-R was cut
+// by the partition and from the dataset PARTS/meta.json names (fingerprints), so every rank
+// refuses a foreign part before training. Throws InputError naming the file on any mismatch.
 Part read_part(const std::filesystem::path& dir, int rank, const ReadOptions& = {});
+// Every structural promise of a part that one rank can check alone (layout above): global ids
+// distinct, in range and in run order; CSR offsets and columns; degrees of owned rows equal to
+// their row lengths; send and receive offsets and lists in range; labels, splits, finite floats.
+// pd names the part's directory in messages. O(size of the part).
+void validate_part(const Part& p, const std::filesystem::path& pd);
+// `halo info PARTS`: reads every part (presence, checksums, fingerprints, validate_part), then
+// checks them against each other: owner.bin agrees with every part's rows, the parts cover
+// every node once, and each send list is its peer's receive list. Throws InputError naming
+// the part and file.
+void verify_parts(const std::filesystem::path& dir);
 
 // True when dir holds a partitioned dataset (meta.json format "halo-parts").
 bool is_parts_dir(const std::filesystem::path& dir);

@@ -94,6 +94,17 @@ std::int64_t process_overhead_bytes(int ranks);
 // peak, term by term. Pure; throws ParamError on negative sizes or layers < 1.
 MemoryEstimate estimate_rank_memory(const RankShape& rank, const ModelShape& model);
 
+// What this process may still allocate before the machine or its memory cgroup runs out.
+struct AvailableMemory {
+  std::int64_t bytes = 0;  // 0: unknown (neither /proc/meminfo nor a cgroup limit readable)
+  std::string source;      // "MemAvailable" or "its memory cgroup's limit", for messages
+};
+
+// The smaller of the machine's MemAvailable and what this process's memory cgroup limit (the
+// smallest on its path, v1 or v2) leaves above the cgroup's usage less its page cache. Reads a
+// few /proc and /sys files; never throws.
+AvailableMemory available_memory();
+
 // Every rank of a `halo train PATH` job and the model its options make.
 struct JobShape {
   std::vector<RankShape> ranks;  // one per part of a PARTS folder; one for a dataset
