@@ -447,6 +447,8 @@ void CpuBackend::add(const MatrixView& src, const MatrixView& dst) {
 }
 
 void CpuBackend::copy(const MatrixView& src, const MatrixView& dst) {
+  // An empty matrix may have no storage, and memcpy from null is undefined even for 0 bytes.
+  if (src.size() == 0) return;
   std::memcpy(dst.data, src.data, sizeof(float) * std::size_t(src.size()));
 }
 
