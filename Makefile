@@ -7,7 +7,9 @@ HALO_CUDA ?= AUTO
 WERROR    ?= $(if $(filter true 1,$(CI)),ON,OFF)
 HALO      := $(BUILD)/bin/halo
 
-.PHONY: all deps configure build demo test clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps configure build demo test sanitize fuzz clean
 
 all: build
 
@@ -28,5 +30,14 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The single-process tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+sanitize: deps
+	bash tools/sanitize.sh
+
+# Every reader's libFuzzer target for FUZZ_SECONDS each (clang, build-fuzz/; findings fail it).
+fuzz:
+	@bash tools/install-deps.sh --fuzz
+	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -18,6 +18,9 @@ packages=(
   iproute2 procps bc            # tools/cluster (namespaces, links), the failure tests
 )
 
+# `make fuzz` also needs clang and its libFuzzer runtime.
+if [[ "${1:-}" == --fuzz ]]; then packages+=(clang libclang-rt-14-dev); fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
