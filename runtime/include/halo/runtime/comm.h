@@ -1,5 +1,5 @@
 // Communicators: how ranks move bytes. One interface, three implementations: this process alone
-// (LocalCommunicator), MPI (CPU ranks, host buffers), and — with the GPU issue — NCCL. The halo
+// (LocalCommunicator), MPI (CPU ranks, host buffers), and NCCL (GPU ranks, comm_nccl.cc). The halo
 // exchange and the trainer are written once against it.
 //
 // Failure model: every wait has a deadline (HALO_COMM_TIMEOUT_S, default 600 s). A rank whose
