@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
 
 #include "halo/graph/error.h"
 
@@ -413,6 +414,21 @@ std::string range(std::int64_t lo, std::int64_t hi) {
 
 std::string entry(std::int64_t i) { return "entry " + std::to_string(i); }
 
+// The first entry (row, index) of a CSR for which bad(row, e) holds, rows searched in parallel;
+// row == num_nodes when there is none.
+template <class Bad>
+std::pair<std::int64_t, EdgeId> first_bad_entry(const CsrView& g, Bad&& bad) {
+  const std::int64_t u = first_bad(g.num_nodes, [&](std::int64_t r) {
+    for (EdgeId e = g.offsets[r]; e < g.offsets[r + 1]; ++e)
+      if (bad(r, e)) return true;
+    return false;
+  }, 1024);
+  if (u == g.num_nodes) return {u, 0};
+  EdgeId e = g.offsets[u];
+  while (!bad(u, e)) ++e;
+  return {u, e};
+}
+
 }  // namespace
 
 void check_offsets(const fs::path& file, const Array<EdgeId>& offsets, std::int64_t count) {
@@ -436,14 +452,8 @@ void check_csr_columns(const fs::path& file, const CsrView& g, std::int64_t cols
     const NodeId v = g.indices[e];
     return v < 0 || v >= cols || v == u || (e > g.offsets[u] && v <= g.indices[e - 1]);
   };
-  const std::int64_t u = first_bad(g.num_nodes, [&](std::int64_t r) {
-    for (EdgeId e = g.offsets[r]; e < g.offsets[r + 1]; ++e)
-      if (bad_entry(r, e)) return true;
-    return false;
-  }, 1024);
+  const auto [u, e] = first_bad_entry(g, bad_entry);
   if (u == g.num_nodes) return;
-  EdgeId e = g.offsets[u];
-  while (!bad_entry(u, e)) ++e;
   const NodeId v = g.indices[e];
   const std::string where = entry(e) + " (row " + std::to_string(u) + "): ";
   if (v < 0 || v >= cols) throw_input(file, 0, where + "column " + std::to_string(v) + " out of range " + range(0, cols));
@@ -508,14 +518,8 @@ void check_symmetric(const fs::path& file, const CsrView& g) {
     const EdgeId r = reverse(u, e);
     return r < 0 || (g.values && !(g.values[r] == g.values[e]));
   };
-  const std::int64_t u = first_bad(g.num_nodes, [&](std::int64_t r) {
-    for (EdgeId e = g.offsets[r]; e < g.offsets[r + 1]; ++e)
-      if (bad_entry(r, e)) return true;
-    return false;
-  }, 1024);
+  const auto [u, e] = first_bad_entry(g, bad_entry);
   if (u == g.num_nodes) return;
-  EdgeId e = g.offsets[u];
-  while (!bad_entry(u, e)) ++e;
   const std::string edge = std::to_string(u) + " -> " + std::to_string(g.indices[e]);
   throw_input(file, 0, entry(e) + " (row " + std::to_string(u) + "): edge " + edge +
                            (reverse(u, e) < 0 ? " has no reverse" : " has a reverse of another weight") +
