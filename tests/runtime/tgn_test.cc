@@ -10,6 +10,7 @@
 #include "../test_util.h"
 #include "halo/graph/error.h"
 #include "halo/graph/formats.h"
+#include "halo/runtime/comm.h"
 
 namespace halo {
 namespace {
@@ -141,10 +142,11 @@ TEST(Tgn, EvalNegativesAddMrrWithoutChangingAp) {
   o.epochs = 2;
   o.quiet = true;
   o.lr = 1e-3f;
+  LocalCommunicator comm;
   std::ostringstream sink;
-  const TgnSummary plain = train_tgn(ds, o, sink);
+  const TgnSummary plain = train_tgn(ds, comm, o, sink);
   o.eval_negatives = 9;
-  const TgnSummary ranked = train_tgn(ds, o, sink);
+  const TgnSummary ranked = train_tgn(ds, comm, o, sink);
   EXPECT_EQ(plain.test_ap, ranked.test_ap);
   EXPECT_EQ(plain.test_auc, ranked.test_auc);
   EXPECT_EQ(plain.test_mrr, 0.0);
@@ -165,22 +167,23 @@ TEST(Tgn, ResumeFromACheckpointIsBitIdentical) {
   o.quiet = true;
   o.lr = 1e-3f;
   o.epochs = 3;
+  LocalCommunicator comm;
   std::ostringstream sink;
-  const TgnSummary whole = train_tgn(ds, o, sink);
+  const TgnSummary whole = train_tgn(ds, comm, o, sink);
   o.checkpoint = t / "ck";
   o.epochs = 2;
-  train_tgn(ds, o, sink);
+  train_tgn(ds, comm, o, sink);
   EXPECT_TRUE(std::filesystem::exists(t / "ck" / "epoch-2" / "meta.json"));
   EXPECT_FALSE(std::filesystem::exists(t / "ck" / "epoch-1"));  // older epochs are removed
   o.epochs = 3;
   o.resume = true;
-  const TgnSummary resumed = train_tgn(ds, o, sink);
+  const TgnSummary resumed = train_tgn(ds, comm, o, sink);
   EXPECT_EQ(resumed.valid_ap, whole.valid_ap);
   EXPECT_EQ(resumed.test_ap, whole.test_ap);
   EXPECT_EQ(resumed.test_inductive_ap, whole.test_inductive_ap);
   EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
   o.lr = 2e-3f;
-  EXPECT_THROW(train_tgn(ds, o, sink), ParamError);
+  EXPECT_THROW(train_tgn(ds, comm, o, sink), ParamError);
 }
 
 }  // namespace

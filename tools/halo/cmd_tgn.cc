@@ -65,7 +65,7 @@ Action add_tgn(CLI::App& app) {
     o->checkpoint = *ck;
     Stopwatch clock;
     require_dataset(*path);
-    const TgnSummary s = train_tgn(*path, *o, std::cout);
+    const TgnSummary s = train_tgn(*path, world(), *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     if (o->skip_eval) {
       std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", o->model.c_str(), s.events_per_s);

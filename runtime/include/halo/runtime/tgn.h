@@ -16,6 +16,8 @@
 
 namespace halo {
 
+class Communicator;
+
 struct TgnOptions {
   std::string model = "tgn";  // tgn | jodie (tgn with the time embedding) | edgebank
   // How memories become embeddings: attn (TGN's temporal graph attention over neighbours),
@@ -72,8 +74,11 @@ struct TgnSummary {
   nlohmann::json to_json() const;
 };
 
-// Trains (or, for edgebank, evaluates) on a temporal dataset; epoch lines go to out.
-TgnSummary train_tgn(const std::filesystem::path& dataset, const TgnOptions& opt, std::ostream& out);
+// Trains (or, for edgebank, evaluates) on a temporal dataset with the ranks of comm (each rank
+// runs this with the same arguments; one process: a LocalCommunicator); epoch lines go to out
+// on rank 0.
+TgnSummary train_tgn(const std::filesystem::path& dataset, Communicator& comm, const TgnOptions& opt,
+                     std::ostream& out);
 
 // For the leakage test: trains on batches 0 .. batch-1 of the stream (arrays of one time-sorted
 // event list), then returns the positive scores of the events of batch `batch`.
