@@ -111,26 +111,31 @@ Csr build_csr(EdgeList&& edges, const BuildOptions& options) {
 }
 
 Csr permute_csr(const CsrView& g, const std::vector<NodeId>& order) {
-  const std::int64_t n = g.num_nodes;
-  std::vector<NodeId> inv(static_cast<std::size_t>(n));
-  for (std::int64_t u = 0; u < n; ++u) inv[std::size_t(order[std::size_t(u)])] = NodeId(u);
+  std::vector<NodeId> inv(static_cast<std::size_t>(g.num_nodes));
+  for (std::int64_t u = 0; u < g.num_nodes; ++u)
+    inv[std::size_t(order[std::size_t(u)])] = NodeId(u);
+  return relabel_rows(g, order, inv.data());
+}
+
+Csr relabel_rows(const CsrView& g, std::span<const NodeId> rows, const NodeId* new_id) {
+  const auto n = std::int64_t(rows.size());
   std::vector<EdgeId> offsets(std::size_t(n) + 1, 0);
   for (std::int64_t u = 0; u < n; ++u)
-    offsets[std::size_t(u) + 1] = offsets[std::size_t(u)] + g.degree(order[std::size_t(u)]);
-  std::vector<NodeId> indices(static_cast<std::size_t>(g.num_edges()));
+    offsets[std::size_t(u) + 1] = offsets[std::size_t(u)] + g.degree(rows[std::size_t(u)]);
+  std::vector<NodeId> indices(static_cast<std::size_t>(offsets.back()));
   std::vector<float> values(g.values ? indices.size() : 0);
 #pragma omp parallel
   {
     std::vector<std::pair<NodeId, float>> scratch;
 #pragma omp for schedule(dynamic, 1024)
     for (std::int64_t u = 0; u < n; ++u) {
-      const NodeId old = order[std::size_t(u)];
+      const NodeId old = rows[std::size_t(u)];
       const EdgeId ob = g.offsets[old], len = g.degree(old), nb = offsets[std::size_t(u)];
       for (EdgeId k = 0; k < len; ++k) {
-        indices[std::size_t(nb + k)] = inv[std::size_t(g.indices[ob + k])];
+        indices[std::size_t(nb + k)] = new_id[g.indices[ob + k]];
         if (g.values) values[std::size_t(nb + k)] = g.values[ob + k];
       }
-      // Rows were duplicate-free before, so this only sorts.
+      // Rows were duplicate-free and new_id is one-to-one on them, so this only sorts.
       sort_unique_row(indices.data() + nb, g.values ? values.data() + nb : nullptr, len, scratch);
     }
   }

@@ -1,10 +1,9 @@
 // Writing and reading partitioned datasets (layout in parts.h).
 //
-// Two sweeps over the parts. The first finds every part's halo rows grouped by owning peer
-// (sorted by global id) — these lists define both sides of every exchange, so a send list is by
-// construction the peer's receive list. The second builds each part's local CSR and gathers
-// its rows of features, labels and splits, writing part directories one at a time so memory
-// stays at one part's CSR plus a few node-sized arrays.
+// write_parts finds every part's halo in one sweep (find_partition_halos, halo_plan.h), then
+// writes part directories one at a time: each part's plan, its local CSR (relabel_rows) and its
+// rows of features, labels and splits, so memory stays at one part's arrays plus a few
+// node-sized arrays.
 #include "halo/partition/parts.h"
 
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
+#include "halo/partition/halo_plan.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -34,10 +34,130 @@ const Split* Part::split(const std::string& name) const {
   return nullptr;
 }
 
+HaloPlanView Part::halo_plan() const {
+  return {k, num_owned, num_halo, send_offsets.data(), send.data(), recv_offsets.data()};
+}
+
+namespace {
+
+// Rows of features, gathered in chunks so memory stays at one chunk, not the part's features.
+void write_features(ArrayDir& part, const GraphDataset& d, std::span<const NodeId> own) {
+  const std::size_t f = std::size_t(d.num_features);
+  const auto n_own = std::int64_t(own.size());
+  auto out = part.open("features", DType::kFloat32, std::uint64_t(n_own), f);
+  constexpr std::int64_t kChunk = 8192;
+  std::vector<float> buf(std::size_t(kChunk) * f);
+  for (std::int64_t b = 0; b < n_own; b += kChunk) {
+    const std::int64_t e = std::min(n_own, b + kChunk);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = b; i < e; ++i)
+      std::copy_n(d.features.data() + std::size_t(own[std::size_t(i)]) * f, f,
+                  buf.data() + std::size_t(i - b) * f);
+    out->write_rows(std::uint64_t(b), buf.data(), std::uint64_t(e - b));
+  }
+  part.record("features", out->finish());
+}
+
+// Each split's train/valid/test nodes that rank r owns, as sorted local ids; returns the counts
+// for the part's meta.json.
+json write_splits(ArrayDir& part, const GraphDataset& d, const std::vector<PartId>& owner, int r,
+                  const std::vector<NodeId>& local_of) {
+  json splits = json::object();
+  for (const auto& s : d.splits) {
+    json counts = json::object();
+    for (const auto& [name, ids] : {std::pair<const char*, const Array<NodeId>*>{"train", &s.train},
+                                    {"valid", &s.valid},
+                                    {"test", &s.test}}) {
+      std::vector<NodeId> mine;
+      for (NodeId v : *ids)
+        if (owner[std::size_t(v)] == r) mine.push_back(local_of[std::size_t(v)]);
+      std::sort(mine.begin(), mine.end());
+      counts[name] = mine.size();
+      part.put("split." + s.name + "." + name, mine);
+    }
+    splits[s.name] = counts;
+  }
+  return splits;
+}
+
+// Writes part-R of plan.rank under root: its plan, local CSR, degrees, features, labels and
+// splits. local_of maps the plan's global ids to local rows (build_halo_plan). Returns the
+// part's fingerprint.
+std::string write_part(const fs::path& root, const GraphDataset& d,
+                       const std::vector<PartId>& owner, const HaloPlan& plan,
+                       const std::vector<NodeId>& local_of, const std::string& partition_fp) {
+  const CsrView g = d.graph.view();
+  const std::span<const NodeId> own = plan.owned_ids();
+  const Csr local = relabel_rows(g, own, local_of.data());  // rows = owned, columns = local ids
+  std::vector<std::int32_t> degree(plan.global_ids.size());
+  for (std::size_t i = 0; i < degree.size(); ++i)
+    degree[i] = std::int32_t(g.degree(plan.global_ids[i]));
+
+  ArrayDir part(part_dir(root, plan.rank));
+  part.put("global_ids", plan.global_ids);
+  part.put("offsets", local.offsets);
+  part.put("indices", local.indices);
+  if (g.values) part.put("edge_weights", local.values);
+  part.put("degree", degree);
+  part.put("send_offsets", plan.send_offsets);
+  part.put("send", plan.send);
+  part.put("recv_offsets", plan.recv_offsets);
+  if (d.num_features > 0) write_features(part, d, own);
+  if (d.label_cols > 0) {
+    const std::size_t c = std::size_t(d.label_cols);
+    std::vector<std::int32_t> lab(own.size() * c);
+    for (std::size_t i = 0; i < own.size(); ++i)
+      std::copy_n(d.labels.data() + std::size_t(own[i]) * c, c, lab.data() + i * c);
+    part.put("labels", lab, c);
+  }
+  const json splits = write_splits(part, d, owner, plan.rank, local_of);
+  json meta = {{"rank", plan.rank},
+               {"k", plan.k},
+               {"global_nodes", g.num_nodes},
+               {"owned", plan.num_owned},
+               {"inner", plan.num_inner},
+               {"halo", plan.num_halo()},
+               {"local_edges", local.num_edges()},
+               {"edge_weights", g.values != nullptr},
+               {"features", d.num_features},
+               {"labels",
+                {{"kind", label_kind_name(d.label_kind)},
+                 {"columns", d.label_cols},
+                 {"classes", d.num_classes}}},
+               {"splits", splits},
+               {"partition", partition_fp},
+               {"dataset_fingerprint", d.fingerprint}};
+  return part.write_meta(std::move(meta), kPartFormat, kVersion);
+}
+
+// PARTS/meta.json's fields besides the arrays: quality, method and options, the dataset.
+json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality& quality,
+                const Split* main_split) {
+  json meta = quality_json(quality);
+  meta["method"] = o.method;
+  meta["options"] = {{"objective", o.objective},
+                     {"balance", o.balance},
+                     {"ptype", o.method == "metis" ? o.metis_ptype() : ""},
+                     {"part_weights", o.part_weights},
+                     {"ufactor", o.ufactor},
+                     {"contiguous", o.contiguous},
+                     {"passes", o.passes},
+                     {"split", main_split ? main_split->name : ""}};
+  meta["seed"] = o.seed;
+  meta["dataset"] = {{"name", d.name},
+                     {"nodes", d.graph.num_nodes},
+                     {"edges", d.graph.num_edges()},
+                     {"directed", d.directed},
+                     {"features", d.num_features}};
+  meta["dataset_fingerprint"] = d.fingerprint;
+  return meta;
+}
+
+}  // namespace
+
 json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const PartitionOptions& o,
                  const Quality& quality, const fs::path& dir, bool overwrite, const json& extra) {
-  const CsrView g = d.graph.view();
-  const std::int64_t n = g.num_nodes;
+  const std::int64_t n = d.graph.num_nodes;
   const int k = o.k;
   StagingDir stage(dir, kPartsFormat, overwrite);
   ArrayDir root(stage.path());
@@ -51,165 +171,17 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   const std::string partition_fp = root.fingerprint(d.fingerprint);
   std::vector<std::string> part_fps(static_cast<std::size_t>(k));
 
-  // Members of each part: inner nodes first, then boundary, each in global id order.
-  std::vector<std::uint8_t> boundary(std::size_t(n), 0);
-#pragma omp parallel for schedule(dynamic, 4096)
-  for (std::int64_t u = 0; u < n; ++u)
-    for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e)
-      if (owner[std::size_t(g.indices[e])] != owner[std::size_t(u)]) {
-        boundary[std::size_t(u)] = 1;
-        break;
-      }
-  std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(k));
-  std::vector<std::int64_t> inner(std::size_t(k), 0);
-  for (int pass = 0; pass < 2; ++pass)
-    for (std::int64_t v = 0; v < n; ++v)
-      if (boundary[std::size_t(v)] == pass) {
-        members[std::size_t(owner[std::size_t(v)])].push_back(NodeId(v));
-        inner[std::size_t(owner[std::size_t(v)])] += pass == 0;
-      }
-
-  // Sweep 1: halo[r][q] = nodes of q that part r's rows reference, sorted by global id.
-  using Lists = std::vector<std::vector<NodeId>>;
-  std::vector<Lists> halo(static_cast<std::size_t>(k), Lists(static_cast<std::size_t>(k)));
-  {
-    std::vector<PartId> seen(std::size_t(n), -1);
-    for (int r = 0; r < k; ++r) {
-      for (std::size_t i = std::size_t(inner[std::size_t(r)]); i < members[std::size_t(r)].size(); ++i) {
-        const NodeId u = members[std::size_t(r)][i];
-        for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e) {
-          const NodeId w = g.indices[e];
-          const PartId q = owner[std::size_t(w)];
-          if (q != r && seen[std::size_t(w)] != r) {
-            seen[std::size_t(w)] = PartId(r);
-            halo[std::size_t(r)][std::size_t(q)].push_back(w);
-          }
-        }
-      }
-      for (auto& h : halo[std::size_t(r)]) std::sort(h.begin(), h.end());
-    }
-  }
-
+  const PartitionHalos halos = find_partition_halos(d.graph.view(), owner, k);
   const Split* main_split = choose_split(d, o.split);  // named in the root meta
-  std::vector<NodeId> local(std::size_t(n), -1);  // global -> local id, valid for the current part
+  std::vector<NodeId> local_of(std::size_t(n), -1);  // global -> local id, for the current part
   Progress progress(n > 1000000 ? "writing parts" : "", std::uint64_t(k));
-  for (int r = 0; r < k; ++r) {
-    const auto& own = members[std::size_t(r)];
-    const std::int64_t n_own = std::int64_t(own.size());
-    std::vector<NodeId> gids(own.begin(), own.end());
-    std::vector<EdgeId> recv_off(std::size_t(k) + 1, 0);
-    for (int q = 0; q < k; ++q) {
-      recv_off[std::size_t(q) + 1] = recv_off[std::size_t(q)] + EdgeId(halo[std::size_t(r)][std::size_t(q)].size());
-      gids.insert(gids.end(), halo[std::size_t(r)][std::size_t(q)].begin(), halo[std::size_t(r)][std::size_t(q)].end());
-    }
-    for (std::size_t i = 0; i < gids.size(); ++i) local[std::size_t(gids[i])] = NodeId(i);
-
-    // Local CSR: rows = owned nodes in local order, columns = local ids, sorted.
-    std::vector<EdgeId> offsets(std::size_t(n_own) + 1, 0);
-    for (std::int64_t i = 0; i < n_own; ++i)
-      offsets[std::size_t(i) + 1] = offsets[std::size_t(i)] + g.degree(own[std::size_t(i)]);
-    std::vector<NodeId> indices(std::size_t(offsets.back()));
-    std::vector<float> values(g.values ? indices.size() : 0);
-#pragma omp parallel
-    {
-      std::vector<std::pair<NodeId, float>> row;
-#pragma omp for schedule(dynamic, 1024)
-      for (std::int64_t i = 0; i < n_own; ++i) {
-        const NodeId u = own[std::size_t(i)];
-        row.clear();
-        for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e)
-          row.emplace_back(local[std::size_t(g.indices[e])], g.values ? g.values[e] : 0.f);
-        std::sort(row.begin(), row.end());
-        const EdgeId b = offsets[std::size_t(i)];
-        for (std::size_t j = 0; j < row.size(); ++j) {
-          indices[std::size_t(b) + j] = row[j].first;
-          if (g.values) values[std::size_t(b) + j] = row[j].second;
-        }
-      }
-    }
-    std::vector<std::int32_t> degree(gids.size());
-    for (std::size_t i = 0; i < gids.size(); ++i) degree[i] = std::int32_t(g.degree(gids[i]));
-
-    // Send lists: what each peer q receives from r, in q's order, as r's local ids.
-    std::vector<EdgeId> send_off(std::size_t(k) + 1, 0);
-    std::vector<NodeId> send;
-    for (int q = 0; q < k; ++q) {
-      for (NodeId w : halo[std::size_t(q)][std::size_t(r)]) send.push_back(local[std::size_t(w)]);
-      send_off[std::size_t(q) + 1] = EdgeId(send.size());
-    }
-
-    ArrayDir part(part_dir(stage.path(), r));
-    part.put("global_ids", gids);
-    part.put("offsets", offsets);
-    part.put("indices", indices);
-    if (g.values) part.put("edge_weights", values);
-    part.put("degree", degree);
-    part.put("send_offsets", send_off);
-    part.put("send", send);
-    part.put("recv_offsets", recv_off);
-    if (d.num_features > 0) {
-      const std::size_t f = std::size_t(d.num_features);
-      auto out = part.open("features", DType::kFloat32, std::uint64_t(n_own), f);
-      constexpr std::int64_t kChunk = 8192;
-      std::vector<float> buf(std::size_t(kChunk) * f);
-      for (std::int64_t b = 0; b < n_own; b += kChunk) {
-        const std::int64_t e = std::min(n_own, b + kChunk);
-#pragma omp parallel for schedule(static)
-        for (std::int64_t i = b; i < e; ++i)
-          std::copy_n(d.features.data() + std::size_t(own[std::size_t(i)]) * f, f, buf.data() + std::size_t(i - b) * f);
-        out->write_rows(std::uint64_t(b), buf.data(), std::uint64_t(e - b));
-      }
-      part.record("features", out->finish());
-    }
-    if (d.label_cols > 0) {
-      const std::size_t c = std::size_t(d.label_cols);
-      std::vector<std::int32_t> lab(std::size_t(n_own) * c);
-      for (std::int64_t i = 0; i < n_own; ++i)
-        std::copy_n(d.labels.data() + std::size_t(own[std::size_t(i)]) * c, c, lab.data() + std::size_t(i) * c);
-      part.put("labels", lab, c);
-    }
-    json splits = json::object();
-    for (const auto& s : d.splits) {
-      json counts = json::object();
-      for (const auto& [name, ids] : {std::pair<const char*, const Array<NodeId>*>{"train", &s.train},
-                                      {"valid", &s.valid}, {"test", &s.test}}) {
-        std::vector<NodeId> mine;
-        for (NodeId v : *ids)
-          if (owner[std::size_t(v)] == r) mine.push_back(local[std::size_t(v)]);
-        std::sort(mine.begin(), mine.end());
-        counts[name] = mine.size();
-        part.put("split." + s.name + "." + name, mine);
-      }
-      splits[s.name] = counts;
-    }
-    json meta = {{"rank", r},
-                 {"k", k},
-                 {"global_nodes", n},
-                 {"owned", n_own},
-                 {"inner", inner[std::size_t(r)]},
-                 {"halo", std::int64_t(gids.size()) - n_own},
-                 {"local_edges", offsets.back()},
-                 {"edge_weights", g.values != nullptr},
-                 {"features", d.num_features},
-                 {"labels", {{"kind", label_kind_name(d.label_kind)}, {"columns", d.label_cols}, {"classes", d.num_classes}}},
-                 {"splits", splits},
-                 {"partition", partition_fp},
-                 {"dataset_fingerprint", d.fingerprint}};
-    part_fps[std::size_t(r)] = part.write_meta(std::move(meta), kPartFormat, kVersion);
+  for (int r = 0; r < k; ++r) {  // one part in memory at a time
+    const HaloPlan plan = build_halo_plan(halos, r, local_of);
+    part_fps[std::size_t(r)] = write_part(stage.path(), d, owner, plan, local_of, partition_fp);
     progress.update(std::uint64_t(r + 1));
   }
 
-  json meta = quality_json(quality);
-  meta["method"] = o.method;
-  meta["options"] = {{"objective", o.objective},   {"balance", o.balance},
-                     {"ptype", o.method == "metis" ? o.metis_ptype() : ""},
-                     {"part_weights", o.part_weights}, {"ufactor", o.ufactor},
-                     {"contiguous", o.contiguous}, {"passes", o.passes},
-                     {"split", main_split ? main_split->name : ""}};
-  meta["seed"] = o.seed;
-  meta["dataset"] = {{"name", d.name}, {"nodes", n}, {"edges", g.num_edges()}, {"directed", d.directed},
-                     {"features", d.num_features}};
-  meta["dataset_fingerprint"] = d.fingerprint;
+  json meta = parts_meta(d, o, quality, main_split);
   meta["part_fingerprints"] = part_fps;
   meta.update(extra);
   const std::string fp = root.write_meta(meta, kPartsFormat, kVersion, d.fingerprint);

@@ -45,7 +45,7 @@ struct HaloExchanger::Slot {
   bool primed = false;  // has delivered once this run
 };
 
-HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& plan, HaloDtype dtype, int staleness)
+HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype, int staleness)
     : comm_(comm), be_(be), plan_(plan), dtype_(dtype), staleness_(staleness), gpu_(be.device() == Device::kCuda) {
   if (gpu_) {  // rows are packed on the device, then staged through the host for MPI
     send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
@@ -64,7 +64,7 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& pl
 
 HaloExchanger::~HaloExchanger() = default;
 
-std::int64_t HaloExchanger::predicted_bytes(const HaloPlan& plan, const std::vector<std::int64_t>& widths,
+std::int64_t HaloExchanger::predicted_bytes(const HaloPlanView& plan, const std::vector<std::int64_t>& widths,
                                             const std::vector<bool>& backward, HaloDtype dtype) {
   const auto es = std::int64_t(value_bytes(dtype));
   std::int64_t total = 0;

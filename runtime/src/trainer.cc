@@ -243,7 +243,7 @@ struct RankData {
   LabelKind label_kind = LabelKind::kNone;
   const std::vector<Split>* splits = nullptr;  // local ids
   std::string default_split;
-  HaloPlan plan;
+  HaloPlanView plan;
   const NodeId* original_ids = nullptr;  // [global_nodes] input order (rank 0), or null
 };
 
@@ -1231,12 +1231,7 @@ TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainO
   const std::string main_split = meta.at("options").value("split", "");
   r.default_split = p.split("public") ? "public" : !main_split.empty() ? main_split
                                                  : (p.splits.empty() ? "" : p.splits[0].name);
-  r.plan.k = k;
-  r.plan.owned = p.num_owned;
-  r.plan.halo = p.num_halo;
-  r.plan.send_offsets = p.send_offsets.data();
-  r.plan.send = p.send.data();
-  r.plan.recv_offsets = p.recv_offsets.data();
+  r.plan = p.halo_plan();
   r.original_ids = original.empty() ? nullptr : original.data();
   return train_rank(r, comm, opt, out);
 }

@@ -99,6 +99,23 @@ TEST(PermuteCsr, RelabelsAndKeepsRowsSorted) {
   EXPECT_EQ(rows(q), (std::vector<std::vector<NodeId>>{{2, 3}, {3}, {0}, {0, 1}}));
 }
 
+// A part's local CSR: a subset of rows, columns renamed; each row sorted again with its values.
+TEST(RelabelRows, TakesRowsRenamesColumnsAndResorts) {
+  //   0 - 1 - 2 - 3   (weights 1, 2, 3 on the edges, left to right)
+  Csr g = build_csr(make(4, {{0, 1}, {1, 2}, {2, 3}}, {1.f, 2.f, 3.f}));
+  const std::vector<NodeId> rows_taken = {2, 1};    // new row 0 = old 2, new row 1 = old 1
+  const std::vector<NodeId> new_id = {3, 1, 0, 2};  // old column c becomes new_id[c]
+  Csr l = relabel_rows(g.view(), rows_taken, new_id.data());
+  EXPECT_EQ(l.num_nodes, 2);
+  // old row 2 = {1, 3} -> {1, 2}; old row 1 = {0, 2} -> {3, 0} sorted to {0, 3}.
+  EXPECT_EQ(rows(l), (std::vector<std::vector<NodeId>>{{1, 2}, {0, 3}}));
+  EXPECT_EQ(std::vector<float>(l.values.begin(), l.values.end()),
+            (std::vector<float>{2.f, 3.f, 2.f, 1.f}));
+  Csr none = relabel_rows(g.view(), {}, new_id.data());
+  EXPECT_EQ(none.num_nodes, 0);
+  EXPECT_EQ(none.num_edges(), 0);
+}
+
 TEST(DegreeStats, MinMeanMax) {
   Csr g = build_csr(make(4, {{0, 1}, {0, 2}, {0, 3}}));  // a star
   const DegreeStats s = degree_stats(g.view());

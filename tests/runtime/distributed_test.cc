@@ -168,14 +168,7 @@ TEST(Distributed, GcnOnGeneratedGraphFourRandomParts) {
 std::int64_t predicted(const fs::path& parts, int rank, const std::vector<std::int64_t>& widths,
                        const std::vector<bool>& backward, HaloDtype dtype) {
   const Part p = read_part(parts, rank);
-  HaloPlan plan;
-  plan.k = p.k;
-  plan.owned = p.num_owned;
-  plan.halo = p.num_halo;
-  plan.send_offsets = p.send_offsets.data();
-  plan.send = p.send.data();
-  plan.recv_offsets = p.recv_offsets.data();
-  return HaloExchanger::predicted_bytes(plan, widths, backward, dtype);
+  return HaloExchanger::predicted_bytes(p.halo_plan(), widths, backward, dtype);
 }
 
 // TGN's exact mini-batch parallelism: 4 ranks, each scoring a quarter of every batch against a
@@ -638,7 +631,7 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
   const std::int64_t owned = 6, halo = 4, w = 37, epochs = 3;
   const std::vector<EdgeId> send_offsets = {0, 4}, recv_offsets = {0, 4};
   const std::vector<NodeId> send = {5, 0, 3, 3};
-  HaloPlan plan;
+  HaloPlanView plan;
   plan.k = 1;
   plan.owned = owned;
   plan.halo = halo;

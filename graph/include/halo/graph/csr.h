@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "halo/graph/array.h"
@@ -59,6 +60,12 @@ Csr build_csr(EdgeList&& edges, const BuildOptions& options = {});
 
 // Returns the relabelled graph: new node u is old node order[u] (order is a permutation).
 Csr permute_csr(const CsrView& g, const std::vector<NodeId>& order);
+
+// The rows `rows` of g as a CSR of rows.size() rows, row i being old row rows[i] with every
+// column c renamed new_id[c] and the row sorted again (values follow their columns). new_id must
+// be one-to-one on the columns these rows hold, so rows stay duplicate-free. Parallel over rows;
+// permute_csr and a part's local CSR (partition/parts.cc) are both this relabelling.
+Csr relabel_rows(const CsrView& g, std::span<const NodeId> rows, const NodeId* new_id);
 
 // True when every stored u->v has a v->u (with an equal value when weighted).
 // On false, *bad_u / *bad_v (if given) receive one offending entry.

@@ -17,7 +17,8 @@
 //   original_ids.bin       int32 [nodes]          (root, reordered datasets only) input order
 //
 // Halo rows are ordered by owning peer, then by global id; a peer's send list to r is r's
-// receive list from it, element for element.
+// receive list from it, element for element. The rows and send/recv arrays are the part's
+// HaloPlan (halo_plan.h), which write_parts builds with build_halo_plan.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "halo/graph/dataset.h"
+#include "halo/partition/halo_plan.h"
 #include "halo/partition/partition.h"
 #include "halo/partition/quality.h"
 
@@ -52,9 +54,12 @@ struct Part {
   std::string dataset_fingerprint;  // of the dataset that partition cut
 
   const Split* split(const std::string& name) const;
+  // The part's send and receive arrays as the exchanger takes them (valid while the part lives).
+  HaloPlanView halo_plan() const;
 };
 
-// Writes PARTS atomically from a dataset and its owner array; returns the root meta.json.
+// Writes PARTS atomically from a dataset and its owner array, one part (build_halo_plan) at a
+// time; returns the root meta.json.
 // extra is merged into the root meta (e.g. timing).
 nlohmann::json write_parts(const GraphDataset& d, const std::vector<PartId>& owner,
                            const PartitionOptions& options, const Quality& quality,

@@ -1,5 +1,5 @@
 // The halo exchange, written once against the Communicator: it implements the model's Exchanger
-// for one part's halo plan.
+// for one part's halo plan (a HaloPlanView, partition/halo_plan.h; Part::halo_plan gives one).
 //
 //   forward:  pack the owned rows each peer needs (its send list) and post every receive straight
 //             into the halo rows (rows from one peer are contiguous); the layer aggregates its
@@ -26,20 +26,10 @@
 #include "halo/gnn/bf16.h"
 #include "halo/gnn/device.h"
 #include "halo/gnn/model.h"
+#include "halo/partition/halo_plan.h"
 #include "halo/runtime/comm.h"
 
 namespace halo {
-
-// Who sends what to whom, for one rank (the arrays of a Part, see partition/parts.h).
-struct HaloPlan {
-  int k = 1;
-  std::int64_t owned = 0, halo = 0;
-  const EdgeId* send_offsets = nullptr;  // [k + 1]
-  const NodeId* send = nullptr;          // owned local rows, grouped by peer
-  const EdgeId* recv_offsets = nullptr;  // [k + 1]: halo rows from q start at owned + recv_offsets[q]
-
-  std::int64_t send_rows() const { return send_offsets[k]; }
-};
 
 enum class HaloDtype { kF32, kBf16 };
 
@@ -53,7 +43,7 @@ struct ExchangeStats {
 class HaloExchanger final : public Exchanger {
  public:
   // staleness: 0 (exact) or 1. The plan's arrays must outlive the exchanger.
-  HaloExchanger(Communicator& comm, Backend& be, const HaloPlan& plan, HaloDtype dtype, int staleness);
+  HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype, int staleness);
   ~HaloExchanger() override;
 
   void forward_begin(const MatrixView& all, int layer, bool training) override;
@@ -68,7 +58,7 @@ class HaloExchanger final : public Exchanger {
 
   // Bytes one rank sends in one training step (forward + backward) of a model whose layers
   // exchange rows of the given widths; backward[l] says whether layer l sends gradients back.
-  static std::int64_t predicted_bytes(const HaloPlan& plan, const std::vector<std::int64_t>& widths,
+  static std::int64_t predicted_bytes(const HaloPlanView& plan, const std::vector<std::int64_t>& widths,
                                       const std::vector<bool>& backward, HaloDtype dtype);
 
  private:
@@ -91,7 +81,7 @@ class HaloExchanger final : public Exchanger {
 
   Communicator& comm_;
   Backend& be_;
-  HaloPlan plan_;
+  HaloPlanView plan_;
   HaloDtype dtype_;
   int staleness_;
   ExchangeStats stats_;
