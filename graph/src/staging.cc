@@ -521,37 +521,13 @@ void LogFile::close() {
   if (::close(fd) != 0) throw_system(path_, "close failed");
 }
 
-// ---- checkpoint folders --------------------------------------------------------------------------
-
-fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
-
-std::vector<int> committed_epochs(const fs::path& dir) {
-  std::vector<int> out;
+void remove_committed_dir(const fs::path& dir, const std::string& why) {
+  const fs::path gone = staging_name(dir, kTmp);
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("epoch-", 0) != 0 || !fs::exists(e.path() / "meta.json")) continue;
-    try {
-      out.push_back(std::stoi(n.substr(6)));
-    } catch (const std::logic_error&) {
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-void remove_epochs_before(const fs::path& dir, int epoch) {
-  for (int e : committed_epochs(dir)) {
-    if (e >= epoch) continue;
-    // Renamed to a staging name first: a process killed while removing leaves a stale staging
-    // folder the next writer cleans, never a half-removed epoch that still looks committed.
-    const fs::path d = epoch_dir(dir, e), gone = staging_name(d, kTmp);
-    std::error_code ec;
-    fs::remove_all(gone, ec);
-    if (::rename(d.c_str(), gone.c_str()) != 0) throw_system(d, "cannot remove an old checkpoint epoch");
-    fs::remove_all(gone, ec);
-    if (ec) throw SystemError(gone.string() + ": cannot remove an old checkpoint epoch: " + ec.message());
-  }
+  fs::remove_all(gone, ec);
+  if (::rename(dir.c_str(), gone.c_str()) != 0) throw_system(dir, why);
+  fs::remove_all(gone, ec);
+  if (ec) throw SystemError(gone.string() + ": " + why + ": " + ec.message());
 }
 
 }  // namespace halo

@@ -18,11 +18,13 @@
 #include "halo/runtime/memory_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/progress.h"
 #include "halo/partition/parts.h"
 
 namespace halo {
@@ -42,39 +44,24 @@ struct LayerShape {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The split train_rank takes (RankData::default_split when --split is not given): "public",
-// else the split a partition was balanced for, else the first.
+// The split train_rank takes: --split, else default_split's.
 template <class Source>
 const Split& chosen_split(const Source& d, const std::string& asked,
                           const std::string& partitioned_for, const std::string& where) {
-  std::string name = asked;
-  if (name.empty())
-    name = d.split("public")          ? "public"
-           : !partitioned_for.empty() ? partitioned_for
-                                      : (d.splits.empty() ? "" : d.splits[0].name);
+  const std::string name = asked.empty() ? default_split(d.splits, partitioned_for) : asked;
   const Split* s = d.split(name);
   if (!s) throw ParamError(where + ": no split named '" + name + "'");
   return *s;
 }
 
-// The model's shape as train_rank derives it from the options and the labels.
+// The model's shape as train_rank derives it from the options and the labels, with the
+// trainer's own checks.
 template <class Source>
-ModelShape model_shape(const TrainOptions& o, const Source& d, const std::string& where) {
+ModelShape checked_model_shape(const TrainOptions& o, const Source& d, const std::string& where) {
   if (d.label_kind == LabelKind::kNone) throw ParamError(where + ": the dataset has no labels");
   if (d.num_features == 0) throw ParamError(where + ": the dataset has no node features");
-  ModelShape m;
-  m.sage = o.model.kind == "sage";
-  m.layers = o.model.layers;
-  m.hidden = o.model.hidden;
-  m.multilabel = d.label_kind == LabelKind::kMultilabel;
-  m.out = m.multilabel ? d.label_cols : d.num_classes;
-  m.dropout = o.model.dropout;
-  m.input_dropout = o.model.input_dropout;
-  m.batch_norm = o.model.batch_norm;
-  m.norm_features = o.norm_features;
-  m.halo_bf16 = o.halo_dtype == "bf16";
-  m.halo_staleness = o.halo_staleness;
-  m.predictions = !o.predictions_out.empty();
+  const bool multilabel = d.label_kind == LabelKind::kMultilabel;
+  const ModelShape m = model_shape(o, multilabel, multilabel ? d.label_cols : d.num_classes);
   TrainOptions checked = o;  // the trainer's own checks, with the widths it derives
   checked.model.in = d.num_features;
   checked.model.out = m.out;
@@ -316,6 +303,66 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
   return est;
 }
 
+ModelShape model_shape(const TrainOptions& o, bool multilabel, std::int64_t out) {
+  ModelShape m;
+  m.sage = o.model.kind == "sage";
+  m.layers = o.model.layers;
+  m.hidden = o.model.hidden;
+  m.out = out;
+  m.multilabel = multilabel;
+  m.dropout = o.model.dropout;
+  m.input_dropout = o.model.input_dropout;
+  m.batch_norm = o.model.batch_norm;
+  m.norm_features = o.norm_features;
+  m.halo_bf16 = o.halo_dtype == "bf16";
+  m.halo_staleness = o.halo_staleness;
+  m.predictions = !o.predictions_out.empty();
+  return m;
+}
+
+double predicted_rank_bytes(const RankShape& r, const ModelShape& m, std::string* largest) {
+  // Beyond ~1e17 bytes the model's int64 arithmetic could overflow: the weights and slabs alone
+  // (already far beyond any machine) are the answer.
+  const double w = double(m.hidden), f = double(r.features), c = double(m.out),
+               a = double(r.owned + r.halo), layers = double(m.layers);
+  const double params = f * w + (layers - 2 > 0 ? layers - 2 : 0) * w * w + w * c;
+  const double rough = 4.0 * (6 * params + 3 * a * w * layers);  // weights, Adam, best; slabs
+  if (rough > 1e17) {
+    *largest = "weights and activations";
+    return rough;
+  }
+  const MemoryEstimate est = estimate_rank_memory(r, m);
+  std::int64_t top = -1;
+  for (const auto& [name, bytes] : est.terms())
+    if (bytes > top) {
+      top = bytes;
+      *largest = name;
+    }
+  return double(est.total());
+}
+
+void refuse_impossible_memory(const RankShape& r, const ModelShape& m, const std::string& source) {
+  if (const char* v = std::getenv("HALO_MEMORY_CHECK"); v && std::string(v) == "0") return;
+  std::string largest;
+  const double need = predicted_rank_bytes(r, m, &largest);
+  const AvailableMemory avail = available_memory();
+  if (avail.bytes <= 0 || need <= 2.0 * double(avail.bytes)) return;
+  const bool model_part = largest == "weights" || largest == "activations" || largest == "gradients" ||
+                          largest == "exchange" || largest == "weights and activations" ||
+                          largest == "transient";
+  char head[160];
+  if (model_part)
+    std::snprintf(head, sizeof head, "--hidden %lld --layers %d", (long long)m.hidden, m.layers);
+  else
+    std::snprintf(head, sizeof head, "%s", source.c_str());
+  throw ParamError(std::string(head) + ": training needs about " + format_bytes(std::uint64_t(need)) +
+                   " on this rank (memory model; mostly " + largest + "), but only " +
+                   format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source + "); " +
+                   (model_part    ? "lower --hidden or --layers"
+                    : r.ranks > 1 ? "partition the dataset into more parts"
+                                  : "partition the dataset (halo partition) and train across ranks"));
+}
+
 namespace {
 // The first integer in a file ("" or "max": -1).
 long long first_number(const std::string& path) {
@@ -402,7 +449,7 @@ JobShape job_shape(const std::filesystem::path& path, const TrainOptions& o) {
   if (!is_parts_dir(path)) {
     const GraphDataset d = read_graph_dataset(path, lazy);
     const Split& s = chosen_split(d, o.split, "", path.string());
-    job.model = model_shape(o, d, path.string());
+    job.model = checked_model_shape(o, d, path.string());
     RankShape x;
     x.owned = x.global_nodes = d.num_nodes();
     x.nnz = d.graph.num_edges();
@@ -423,7 +470,7 @@ JobShape job_shape(const std::filesystem::path& path, const TrainOptions& o) {
     const Part p = read_part(path, r, lazy);
     const std::string where = (path / ("part-" + std::to_string(r))).string();
     const Split& s = chosen_split(p, o.split, main_split, where);
-    if (r == 0) job.model = model_shape(o, p, where);
+    if (r == 0) job.model = checked_model_shape(o, p, where);
     RankShape x;
     x.owned = p.num_owned;
     x.halo = p.num_halo;

@@ -23,6 +23,7 @@
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
+#include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
 #include "tgn_replicas.h"
 #include "tgn_scores.h"
@@ -147,11 +148,7 @@ void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
     // StagingDir creates dir, and removes it again when this first epoch fails.
     StagingDir stage(epoch_dir(dir, st.epoch), "halo-tgn-checkpoint", /*overwrite=*/true);
     ArrayDir a(stage.path());
-    for (Param* p : params) {
-      a.put(p->name + ".value", p->value.storage());
-      a.put(p->name + ".m", p->m.storage());
-      a.put(p->name + ".v", p->v.storage());
-    }
+    put_adam_state(a, params);
     a.put("speeds", st.speeds);
     json meta = {{"key", key},
                  {"epoch", st.epoch},
@@ -179,11 +176,7 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
       if (meta.at("key") != key)
         throw ParamError(e.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
                          "); resume with the same options or use a new checkpoint directory");
-      for (Param* p : params)
-        for (const char* part : {".value", ".m", ".v"}) {
-          const Array<float> a = map_listed<float>(e, meta, p->name + part, {}, std::uint64_t(p->value.size()), 1);
-          flat.insert(flat.end(), a.begin(), a.end());
-        }
+      flat = read_adam_state(e, meta, params);
       const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);
       meta["speeds"] = std::vector<double>(sp.begin(), sp.end());
       meta_text = meta.dump();
@@ -196,12 +189,7 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
   meta_text.resize(std::size_t(sizes[1]));
   comm.broadcast(flat.data(), flat.size() * sizeof(float), 0);
   comm.broadcast(meta_text.data(), meta_text.size(), 0);
-  std::size_t at = 0;
-  for (Param* p : params)
-    for (Matrix* m : {&p->value, &p->m, &p->v}) {
-      std::copy_n(flat.data() + at, m->size(), m->data());
-      at += std::size_t(m->size());
-    }
+  set_adam_state(params, flat.data());
   const json meta = json::parse(meta_text);
   st.epoch = meta.at("epoch");
   st.step = meta.at("step");

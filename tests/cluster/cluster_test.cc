@@ -23,6 +23,7 @@
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/staging.h"
+#include "halo/runtime/checkpoint.h"
 #include "../test_util.h"
 #include "../train_log.h"
 

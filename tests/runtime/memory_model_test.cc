@@ -14,6 +14,7 @@
 
 #include "../test_util.h"
 #include "halo/graph/error.h"
+#include "halo/runtime/presets.h"
 
 namespace halo {
 namespace {

@@ -1,6 +1,7 @@
 // The single-process trainer: accuracy on Cora with the published recipe, determinism,
 // checkpoint/resume bit-identity (predictions included) and refusals of checkpoints of another
 // dataset, options or format version, predictions for independent scoring, multi-label training.
+#include "halo/runtime/presets.h"
 #include "halo/runtime/trainer.h"
 
 #include <gtest/gtest.h>

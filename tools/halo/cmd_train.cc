@@ -13,6 +13,7 @@
 #include "halo/partition/parts.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/memory_model.h"
+#include "halo/runtime/presets.h"
 #include "halo/runtime/trainer.h"
 
 namespace halo::cli {

@@ -160,13 +160,9 @@ class LogFile {
   long long good_ = 0;  // size after the last whole record (regular files)
 };
 
-// ---- checkpoint folders ------------------------------------------------------------------------
-
-// Checkpoint directories hold one staged subdirectory per epoch, dir/epoch-E.
-std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
-// The epochs committed in dir (their meta.json exists), ascending; none if dir does not exist.
-std::vector<int> committed_epochs(const std::filesystem::path& dir);
-// Removes every epoch directory older than `epoch`; SystemError naming one that cannot be.
-void remove_epochs_before(const std::filesystem::path& dir, int epoch);
+// Removes a committed folder without ever leaving it half removed under its own name: it is
+// renamed to a staging name first (a stale one the next writer cleans), then removed. Throws
+// SystemError "DIR: WHY ..." when it cannot be.
+void remove_committed_dir(const std::filesystem::path& dir, const std::string& why);
 
 }  // namespace halo

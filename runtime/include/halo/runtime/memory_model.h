@@ -94,6 +94,22 @@ std::int64_t process_overhead_bytes(int ranks);
 // peak, term by term. Pure; throws ParamError on negative sizes or layers < 1.
 MemoryEstimate estimate_rank_memory(const RankShape& rank, const ModelShape& model);
 
+// The model the trainer builds for these options, with `out` outputs (classes, or the tasks of a
+// multi-label dataset). Pure; the options' own checks are TrainOptions::check's.
+ModelShape model_shape(const TrainOptions& opt, bool multilabel, std::int64_t out);
+
+// estimate_rank_memory's total, sets *largest to its largest term; when the sizes are so large
+// that its int64 arithmetic could overflow, a float lower bound of the weights and slabs alone.
+double predicted_rank_bytes(const RankShape& rank, const ModelShape& model, std::string* largest);
+
+// Refuses, before anything large is allocated, a run whose predicted peak (the memory model's,
+// CPU backend) exceeds twice what this process can get: clearly impossible, not a close call
+// (the model is exact to a few percent, and the kernel may still reclaim caches). A close call
+// trains and, if it fails, fails with the message of the trainer's bad_alloc handler. Throws
+// ParamError naming `source` or the model's width; HALO_MEMORY_CHECK=0 skips the check (to let
+// the kernel decide, as the OOM tests do).
+void refuse_impossible_memory(const RankShape& rank, const ModelShape& model, const std::string& source);
+
 // What this process may still allocate before the machine or its memory cgroup runs out.
 struct AvailableMemory {
   std::int64_t bytes = 0;  // 0: unknown (neither /proc/meminfo nor a cgroup limit readable)

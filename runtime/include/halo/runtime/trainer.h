@@ -51,14 +51,6 @@ struct TrainOptions {
   void check() const;
 };
 
-// The named configurations (planetoid-gcn, ogbn-arxiv-gcn, ogbn-products-gcn,
-// ogbn-proteins-gcn) applied onto opt; throws ParamError naming the known ones.
-void apply_preset(const std::string& name, TrainOptions& opt);
-std::vector<std::string> preset_names();
-
-// Parses a HALO_INJECT_FAULT value; throws ParamError on a malformed one.
-TrainOptions::Fault parse_fault(const std::string& spec);
-
 struct RunResult {
   std::uint64_t seed = 0;
   int best_epoch = 0;
@@ -85,6 +77,11 @@ struct TrainSummary {
   std::vector<double> rank_peak_rss_mb;
   nlohmann::json to_json() const;  // the "summary" log record
 };
+
+struct Split;
+// The split training uses when --split is not given: "public" when there is one, else the split
+// a partition was balanced for (partitioned_for; "" for a dataset), else the first; "" if none.
+std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for);
 
 // Trains on a native dataset in this process. Epoch lines go to out (unless quiet).
 TrainSummary train_dataset(const std::filesystem::path& dataset, const TrainOptions& opt,

@@ -1,0 +1,21 @@
+// Named training configurations that reproduce published results, and the fault-injection spec
+// tests use to prove a failing rank ends the whole job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "halo/runtime/trainer.h"
+
+namespace halo {
+
+// The named configurations (planetoid-gcn, ogbn-arxiv-gcn, ogbn-products-gcn,
+// ogbn-proteins-gcn) applied onto opt; throws ParamError naming the known ones.
+void apply_preset(const std::string& name, TrainOptions& opt);
+// The names apply_preset knows, in table order.
+std::vector<std::string> preset_names();
+
+// Parses a HALO_INJECT_FAULT value; throws ParamError on a malformed one.
+TrainOptions::Fault parse_fault(const std::string& spec);
+
+}  // namespace halo

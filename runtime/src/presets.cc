@@ -1,0 +1,85 @@
+// The preset table and the HALO_INJECT_FAULT parser (presets.h).
+#include "halo/runtime/presets.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "halo/graph/error.h"
+
+namespace halo {
+
+TrainOptions::Fault parse_fault(const std::string& spec) {
+  TrainOptions::Fault f;
+  const auto bad = [&] {
+    return ParamError("HALO_INJECT_FAULT='" + spec + "': expected RANK:EPOCH[:throw|kill|hang]");
+  };
+  const std::size_t a = spec.find(':');
+  if (a == std::string::npos) throw bad();
+  const std::size_t b = spec.find(':', a + 1);
+  try {
+    std::size_t used = 0;
+    f.rank = std::stoi(spec.substr(0, a), &used);
+    if (used != a) throw bad();
+    const std::string e = spec.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    f.epoch = std::stoi(e, &used);
+    if (used != e.size()) throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (b != std::string::npos) f.mode = spec.substr(b + 1);
+  if (f.rank < 0 || f.epoch < 1 || (f.mode != "throw" && f.mode != "kill" && f.mode != "hang")) throw bad();
+  return f;
+}
+
+namespace {
+// A published configuration; every field is set on apply, so presets never leak into each other.
+struct Preset {
+  const char* name;
+  int layers;
+  std::int64_t hidden;
+  float dropout;
+  bool input_dropout, batch_norm;
+  float weight_decay;
+  bool decay_first_layer_only, norm_features;
+  int epochs;
+  const char* split;  // "" = the dataset's default
+};
+constexpr Preset kPresets[] = {
+    // Kipf & Welling, ICLR 2017: 2 x 16, dropout also on the input, L2 on the first layer only.
+    {"planetoid-gcn", 2, 16, 0.5f, true, false, 5e-4f, true, true, 200, "public"},
+    // OGB's reference GCNs.
+    {"ogbn-arxiv-gcn", 3, 256, 0.5f, false, true, 0.f, false, false, 500, ""},
+    {"ogbn-products-gcn", 3, 256, 0.5f, false, false, 0.f, false, false, 300, ""},
+    {"ogbn-proteins-gcn", 3, 256, 0.f, false, false, 0.f, false, false, 1000, ""},
+};
+}  // namespace
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const Preset& p : kPresets) out.push_back(p.name);
+  return out;
+}
+
+void apply_preset(const std::string& name, TrainOptions& o) {
+  for (const Preset& p : kPresets) {
+    if (name != p.name) continue;
+    o.model.kind = "gcn";
+    o.model.layers = p.layers;
+    o.model.hidden = p.hidden;
+    o.model.dropout = p.dropout;
+    o.model.input_dropout = p.input_dropout;
+    o.model.batch_norm = p.batch_norm;
+    o.lr = 0.01f;
+    o.weight_decay = p.weight_decay;
+    o.decay_first_layer_only = p.decay_first_layer_only;
+    o.norm_features = p.norm_features;
+    o.epochs = p.epochs;
+    o.split = p.split;
+    return;
+  }
+  std::string known;
+  for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ParamError("unknown --preset '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace halo
