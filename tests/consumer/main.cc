@@ -2,6 +2,7 @@
 // in the exported package fails to build or run: a CSR (graph), a METIS bisection (partition,
 // pulls in METIS), the GCN operator (gnn) and the local communicator (runtime, pulls in MPI).
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "halo/gnn/graph_op.h"
@@ -28,7 +29,7 @@ int main() {
     path.dst.push_back(u + 1);
   }
   halo::GraphDataset d;
-  d.graph = halo::build_csr(path);
+  d.graph = halo::build_csr(std::move(path));
   if (d.graph.num_edges() != 14) return fail("build_csr: expected 14 stored edges");
 
   halo::PartitionOptions options;
