@@ -7,8 +7,9 @@
 #   tools/lint.sh [--changed [BASE]] [BUILD_DIR]     (BUILD_DIR defaults to build/, configured)
 #
 # --changed lints only the sources that differ from BASE (default: the merge base with
-# origin/main, or the previous commit when that is HEAD itself), working-tree changes included; CI uses it because the
-# whole tree takes ~N min on two cores. A changed header alone selects no source.
+# origin/main, or the previous commit when that is HEAD itself), working-tree changes included.
+# CI uses it: the whole tree (~110 sources) takes 15 min of CPU, ~8 min on two idle cores.
+# A changed header alone selects no source.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 changed=0 base=""

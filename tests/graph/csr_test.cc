@@ -10,7 +10,7 @@
 namespace halo {
 namespace {
 
-EdgeList make(std::int64_t n, std::vector<std::pair<int, int>> e, std::vector<float> w = {}) {
+EdgeList make(std::int64_t n, const std::vector<std::pair<int, int>>& e, std::vector<float> w = {}) {
   EdgeList el;
   el.num_nodes = n;
   for (auto [u, v] : e) {
