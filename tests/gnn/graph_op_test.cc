@@ -24,10 +24,10 @@ TEST(GcnOperator, MatchesHandComputedValues) {
   ASSERT_EQ(a.offsets, (std::vector<EdgeId>{0, 2, 5, 7}));
   ASSERT_EQ(a.indices, (std::vector<NodeId>{0, 1, 0, 1, 2, 1, 2}));
   const float e = float(1 / std::sqrt(6.0));
-  EXPECT_FLOAT_EQ(a.values[1], e);  // 0->1
-  EXPECT_FLOAT_EQ(a.values[2], e);  // 1->0
-  EXPECT_FLOAT_EQ(a.values[4], e);  // 1->2
-  EXPECT_FLOAT_EQ(a.values[5], e);  // 2->1
+  EXPECT_FLOAT_EQ(a.values[1], e);        // 0->1
+  EXPECT_FLOAT_EQ(a.values[2], e);        // 1->0
+  EXPECT_FLOAT_EQ(a.values[4], e);        // 1->2
+  EXPECT_FLOAT_EQ(a.values[5], e);        // 2->1
   EXPECT_FLOAT_EQ(a.values[0], 0.5f);     // self 0
   EXPECT_FLOAT_EQ(a.values[3], 1.f / 3);  // self 1
   EXPECT_FLOAT_EQ(a.values[6], 0.5f);     // self 2
