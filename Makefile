@@ -8,8 +8,10 @@ WERROR    ?= $(if $(filter true 1,$(CI)),ON,OFF)
 HALO      := $(BUILD)/bin/halo
 
 FUZZ_SECONDS ?= 60
+# `make lint LINT_ARGS=--changed`: only the sources changed since the merge base (CI).
+LINT_ARGS ?=
 
-.PHONY: all deps configure build demo test sanitize fuzz clean
+.PHONY: all deps configure build demo test sanitize fuzz format format-check lint clean
 
 all: build
 
@@ -38,6 +40,20 @@ sanitize: deps
 fuzz:
 	@bash tools/install-deps.sh --fuzz
 	bash tools/fuzz.sh $(FUZZ_SECONDS)
+
+# clang-format-14 over every tracked *.h *.cc *.cu: in place, or only checked (CI).
+format:
+	@bash tools/install-deps.sh --lint
+	bash tools/format.sh
+
+format-check:
+	@bash tools/install-deps.sh --lint
+	bash tools/format.sh --check
+
+# clang-tidy-14 (.clang-tidy) over the C++ sources of the configured build.
+lint: configure
+	@bash tools/install-deps.sh --lint
+	bash tools/lint.sh $(LINT_ARGS) $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

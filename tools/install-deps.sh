@@ -18,8 +18,12 @@ packages=(
   iproute2 procps bc            # tools/cluster (namespaces, links), the failure tests
 )
 
-# `make fuzz` also needs clang and its libFuzzer runtime.
-if [[ "${1:-}" == --fuzz ]]; then packages+=(clang libclang-rt-14-dev); fi
+# `make fuzz` also needs clang and its libFuzzer runtime; `make lint` / `make format` the
+# clang tools of the same release.
+case "${1:-}" in
+  --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  --lint) packages+=(clang-tidy-14 clang-format-14) ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

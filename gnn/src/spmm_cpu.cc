@@ -116,8 +116,13 @@ constexpr RowsKernel<T> pick_kernel(int nv, std::integer_sequence<int, NV...>) {
 #endif
 
 // Prefetch distance (nonzeros ahead) and cache lines per gathered row for a block of `bytes`
-// bytes per row (see the top of the file).
-std::pair<EdgeId, int> prefetch_plan(std::int64_t bytes) {
+// bytes per row (see the top of the file). A struct, not a pair unpacked by a structured
+// binding: OpenMP regions cannot capture structured bindings before clang 16 (clang-tidy-14).
+struct PrefetchPlan {
+  EdgeId distance;
+  int lines;
+};
+PrefetchPlan prefetch_plan(std::int64_t bytes) {
   const bool wide = bytes > 512;
   return {std::clamp<EdgeId>((wide ? 8192 : 4096) / bytes, 4, 16),
           int(std::min<std::int64_t>(wide ? 16 : 4, (bytes + 63) / 64))};
@@ -129,11 +134,11 @@ template <class T>
 void spmm_avx512(const SparseView& A, const T* x, std::int64_t stride, std::int64_t f, float* y) {
   for (std::int64_t c0 = 0; c0 < f; c0 += 256) {
     const std::int64_t w = std::min<std::int64_t>(256, f - c0);
-    const auto [distance, lines] = prefetch_plan(w * std::int64_t(sizeof(T)));
+    const PrefetchPlan plan = prefetch_plan(w * std::int64_t(sizeof(T)));
     const RowsKernel<T> kernel = pick_kernel<T>(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t r = 0; r < A.rows; r += 32)
-      kernel(A, x, stride, f, c0, w, y, r, std::min(A.rows, r + 32), distance, lines);
+      kernel(A, x, stride, f, c0, w, y, r, std::min(A.rows, r + 32), plan.distance, plan.lines);
   }
 }
 #endif
@@ -150,15 +155,15 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
   const EdgeId nnz = A.nnz();
   for (std::int64_t c0 = 0; c0 < f; c0 += kBlock) {
     const std::int64_t w = std::min(kBlock, f - c0);
-    const auto [distance, lines] = prefetch_plan(w * 4);
+    const PrefetchPlan plan = prefetch_plan(w * 4);
 #pragma omp parallel for schedule(dynamic, 32)
     for (std::int64_t r = 0; r < A.rows; ++r) {
       alignas(32) float acc[kBlock];
       std::memset(acc, 0, sizeof(float) * std::size_t(w));
       for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
-        if (k + distance < nnz) {
-          const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * f + c0);
-          for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
+        if (k + plan.distance < nnz) {
+          const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + plan.distance]) * f + c0);
+          for (int l = 0; l < plan.lines; ++l) __builtin_prefetch(next + 64 * l);
         }
         const float wt = A.values[k];
         const float* __restrict xr = x + std::int64_t(A.indices[k]) * f + c0;

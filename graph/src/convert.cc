@@ -74,7 +74,7 @@ Format detect_format(const fs::path& path) {
   if (ext == ".graph" || ext == ".mgraph" || ext == ".metis") return Format::kMetis;
   const std::string first = read_first_line(path);
   if (first.rfind("user_id", 0) == 0) return Format::kJodie;
-  if (first.rfind("%", 0) == 0) {
+  if (first.rfind('%', 0) == 0) {
     const auto p = first.find_first_not_of("% \t");
     const std::string word = p == std::string::npos ? "" : first.substr(p, first.find_first_of(" \t", p) - p);
     if (word == "sym" || word == "asym" || word == "bip") return Format::kKonect;

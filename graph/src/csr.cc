@@ -6,7 +6,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 
 namespace halo {
@@ -178,24 +177,6 @@ DegreeStats degree_stats(const CsrView& g) {
   }
   s.mean = double(g.num_edges()) / double(g.num_nodes);
   return s;
-}
-
-GcnNorm gcn_norm(const CsrView& g) {
-  GcnNorm r;
-  const std::int64_t n = g.num_nodes;
-  std::vector<float> inv_sqrt(static_cast<std::size_t>(n));
-  r.self.resize(std::size_t(n));
-  for (std::int64_t u = 0; u < n; ++u) {
-    const double d = double(g.degree(NodeId(u))) + 1.0;
-    inv_sqrt[std::size_t(u)] = float(1.0 / std::sqrt(d));
-    r.self[std::size_t(u)] = float(1.0 / d);
-  }
-  r.edge.resize(std::size_t(g.num_edges()));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t u = 0; u < n; ++u)
-    for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e)
-      r.edge[std::size_t(e)] = inv_sqrt[std::size_t(u)] * inv_sqrt[std::size_t(g.indices[e])];
-  return r;
 }
 
 }  // namespace halo

@@ -106,7 +106,7 @@ std::string ArrayDir::fingerprint(const std::string& derived_from) const {
 std::string ArrayDir::write_meta(json meta, const std::string& format, int version,
                                  const std::string& derived_from) {
   const json arrays = arrays_table(arrays_);
-  const std::string hex = arrays_fingerprint(arrays, derived_from);
+  std::string hex = arrays_fingerprint(arrays, derived_from);  // not const: returned by move
   meta["format"] = format;
   meta["version"] = version;
   meta["arrays"] = arrays;

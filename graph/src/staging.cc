@@ -224,7 +224,7 @@ void check_not_input(const fs::path& out, const std::vector<fs::path>& inputs) {
 
 fs::path resolve_file_output(const fs::path& out, const std::vector<fs::path>& inputs) {
   if (out.empty()) throw ParamError("output path is empty");
-  const fs::path target = follow_links(out);
+  fs::path target = follow_links(out);  // not const: returned by move
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw ParamError(out.string() + ": is " + kind_of(st.st_mode) +
@@ -247,7 +247,7 @@ fs::path resolve_stream_output(const fs::path& out, const std::vector<fs::path>&
 fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool overwrite,
                             const std::vector<fs::path>& inputs) {
   if (out.empty()) throw ParamError("output path is empty");
-  const fs::path target = follow_links(out);
+  fs::path target = follow_links(out);  // not const: returned by move
   clean_stale_staging(folder_of(target));  // may restore target: check after
   check_not_input(out, inputs);
   struct stat st {};

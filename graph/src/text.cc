@@ -191,6 +191,8 @@ struct LineReader::Impl {
         const std::size_t old = out.size();
         eof = !fill(out);
         const char* base = out.data();
+        // A search for a zero byte in raw input, not a C string (strchr would stop at it).
+        // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
         if (const void* z = std::memchr(base + old, '\0', out.size() - old)) {
           const std::size_t at = std::size_t(static_cast<const char*>(z) - base);
           const std::size_t from = out.rfind('\n', at);

@@ -413,6 +413,7 @@ TEST(CpuBackend, PackBf16RoundsToNearestEvenAndUnpackIsExact) {
   std::mt19937 g{41};
   std::normal_distribution<float> d;
   std::vector<float> x;
+  x.reserve(10007 + 7);
   for (int i = 0; i < 10007; ++i) x.push_back(std::ldexp(d(g), int(i % 61) - 30));
   for (float t : {0.f, -0.f, 1.f + 1.f / 256, 1.f + 3.f / 256, -(1.f + 1.f / 256), 1e-40f, 3e38f}) x.push_back(t);
   const auto n = std::int64_t(x.size());

@@ -90,6 +90,7 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& ref
 void expect_bitwise(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise on purpose (see above)
     if (std::memcmp(&got[i], &ref[i], sizeof(float)) != 0) {
       ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << ref[i];
       return;

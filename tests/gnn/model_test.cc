@@ -187,6 +187,7 @@ struct RandomTask {
   std::vector<NodeId> rows;
   RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes, std::uint32_t seed) : g{seed}, n(n_), in(in_) {
     std::vector<std::pair<int, int>> edges;
+    edges.reserve(std::size_t(m));
     std::uniform_int_distribution<int> node(0, int(n) - 1);
     for (int e = 0; e < m; ++e) edges.emplace_back(node(g), node(g));
     t.build(n, edges);

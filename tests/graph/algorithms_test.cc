@@ -11,7 +11,7 @@
 namespace halo {
 namespace {
 
-Csr graph(std::int64_t n, std::vector<std::pair<int, int>> e, bool sym = true) {
+Csr graph(std::int64_t n, const std::vector<std::pair<int, int>>& e, bool sym = true) {
   EdgeList el;
   el.num_nodes = n;
   for (auto [u, v] : e) {

@@ -69,6 +69,7 @@ void check_invariants(const GraphDataset& d, const fs::path& parts, int k) {
   std::vector<int> seen(std::size_t(g.num_nodes), 0);
   std::set<std::pair<NodeId, NodeId>> edges;
   std::vector<Part> all;
+  all.reserve(std::size_t(k));
   for (int r = 0; r < k; ++r) all.push_back(read_part(parts, r));
   for (int r = 0; r < k; ++r) {
     const Part& p = all[std::size_t(r)];
@@ -371,7 +372,7 @@ TEST(Partition, AssignmentFileIsOnePartPerLine) {
 
 TEST(PartitionErrors, BadParametersAreOneLineAndWriteNothing) {
   TempDir t;
-  auto expect_param = [&](PartitionOptions o, const std::string& part) {
+  auto expect_param = [&](const PartitionOptions& o, const std::string& part) {
     try {
       partition_dataset(dataset("cora"), t / "out", o, false, t / "a.part");
       ADD_FAILURE() << "expected ParamError containing " << part;

@@ -326,7 +326,7 @@ const std::string kResumeOptions = " --preset ogbn-arxiv-gcn --hidden 32 --lr 0.
 // (u.jsonl), predictions (u.npy) and checkpoints (ck/), computed once per test process.
 const fs::path& uninterrupted_three_ranks() {
   static const fs::path dir = [] {
-    const fs::path d = data("uninterrupted-3");
+    fs::path d = data("uninterrupted-3");
     fs::create_directories(d);
     const Result r = shell(mpirun(3) + halo() + " train " + data("cora-3").string() + kResumeOptions +
                                " -q --epochs 40 --checkpoint " + (d / "ck").string() + " --log " +
@@ -387,7 +387,7 @@ void expect_same_predictions(const fs::path& a, const fs::path& b) {
 }
 
 TEST(Distributed, ACheckpointOfThreeRanksResumesOnTwo) {
-  const fs::path u = uninterrupted_three_ranks();
+  const fs::path& u = uninterrupted_three_ranks();
   TempDir t;
   const std::string ck = " --checkpoint " + (t / "ck").string() + " --log " + (t / "r.jsonl").string();
   const Result first =
@@ -406,7 +406,7 @@ TEST(Distributed, ACheckpointOfThreeRanksResumesOnTwo) {
 }
 
 TEST(Distributed, ACheckpointMissingARankFolderResumesOnOneProcess) {
-  const fs::path u = uninterrupted_three_ranks();
+  const fs::path& u = uninterrupted_three_ranks();
   TempDir t;
   const std::string ck = " --checkpoint " + (t / "ck").string() + " --log " + (t / "r.jsonl").string();
   const Result first =
@@ -437,7 +437,7 @@ TEST(Distributed, ACheckpointMissingARankFolderResumesOnOneProcess) {
 // by two directories). The ranks must agree on the newest, and rank 1 load it and hand it to
 // rank 0.
 TEST(Distributed, ACheckpointOfOneProcessResumesOnTwoRanksFromTheRankThatHasIt) {
-  const fs::path u = uninterrupted_three_ranks();
+  const fs::path& u = uninterrupted_three_ranks();
   TempDir t;
   const std::string one = halo() + " train " + data("cora").string() + kResumeOptions + " -q --checkpoint " +
                           (t / "disk1").string() + " --log " + (t / "r.jsonl").string();
@@ -664,6 +664,8 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
     for (std::int64_t i = 0; i < halo; ++i)
       for (std::int64_t c = 0; c < w; ++c) {
         const float want = narrow(sent[std::size_t(send[std::size_t(i)] * w + c)]);
+        // Bitwise on purpose (-0 vs 0, NaN payloads).
+        // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
         ASSERT_EQ(std::memcmp(&got[std::size_t((owned + i) * w + c)], &want, 4), 0)
             << what << ", epoch " << t << ": halo row " << i << " column " << c << ": "
             << got[std::size_t((owned + i) * w + c)] << " vs " << want;
@@ -682,6 +684,7 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
       for (std::int64_t c = 0; c < w; ++c)
         want[std::size_t(send[std::size_t(i)] * w + c)] += narrow(back[std::size_t(i * w + c)]);
     for (std::int64_t i = 0; i < owned * w; ++i)
+      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise on purpose
       ASSERT_EQ(std::memcmp(&got[std::size_t(i)], &want[std::size_t(i)], 4), 0)
           << what << ", epoch " << t << ": owned element " << i << ": " << got[std::size_t(i)] << " vs "
           << want[std::size_t(i)];

@@ -72,7 +72,7 @@ struct TieStream {
     for (std::int64_t e = 0; e < events; ++e) {
       src.push_back(NodeId((e * 7) % nodes));
       dst.push_back(NodeId((e * 11 + 3) % nodes));
-      time.push_back(double(e / 3));
+      time.push_back(double(e / 3));  // NOLINT(bugprone-integer-division): ties of 3 on purpose
     }
   }
   // Scores of the events of batch `batch` after training on the ones before it.

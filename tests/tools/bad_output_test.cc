@@ -272,7 +272,7 @@ TEST_F(BadOutput, OutputsAreWrittenThroughLinks) {
   EXPECT_TRUE(fs::is_symlink(t / "train.log"));
   EXPECT_EQ(test::read_bytes(t / "real.npy").substr(0, 6), "\x93NUMPY");
   const std::string log = test::read_bytes(t / "real.log");
-  EXPECT_EQ(log.rfind("{", 0), 0u) << log;  // truncated, then JSON records
+  EXPECT_EQ(log.rfind('{', 0), 0u) << log;  // truncated, then JSON records
   EXPECT_EQ(listing(t.path()),
             (std::set<std::string>{"real.npy", "real.log", "pred.npy", "train.log"}));
 }

@@ -143,9 +143,9 @@ int main(int argc, char** argv) {
   std::map<CLI::App*, Action> actions;
   auto reg = [&](Action (*add)(CLI::App&)) {
     const auto before = app.get_subcommands({});
-    Action a = add(app);
+    Action a = add(app);  // copied to each subcommand it added (moving would empty it)
     for (CLI::App* sc : app.get_subcommands({}))
-      if (std::find(before.begin(), before.end(), sc) == before.end()) actions[sc] = std::move(a);
+      if (std::find(before.begin(), before.end(), sc) == before.end()) actions[sc] = a;
   };
   reg(add_convert);
   reg(add_info);

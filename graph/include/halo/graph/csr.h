@@ -78,12 +78,4 @@ struct DegreeStats {
 // Out-degree min / mean / max over all nodes (zeros for an empty graph).
 DegreeStats degree_stats(const CsrView& g);
 
-// GCN normalisation of A+I: edge[e] = 1/sqrt((d_u+1)(d_v+1)) for stored entry e = (u,v), and
-// self[u] = 1/(d_u+1) for the added self-loop, with d the stored out-degree (unweighted).
-struct GcnNorm {
-  std::vector<float> edge;
-  std::vector<float> self;
-};
-GcnNorm gcn_norm(const CsrView& g);
-
 }  // namespace halo
