@@ -98,6 +98,7 @@ std::vector<HaloPlan> build_halo_plans(const CsrView& g, std::span<const PartId>
   const PartitionHalos halos = find_partition_halos(g, owner, k);
   std::vector<NodeId> local_of(std::size_t(g.num_nodes), -1);
   std::vector<HaloPlan> plans;
+  plans.reserve(std::size_t(k));
   for (int r = 0; r < k; ++r) plans.push_back(build_halo_plan(halos, r, local_of));
   return plans;
 }

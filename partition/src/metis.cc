@@ -81,7 +81,7 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
     const std::vector<double> t = o.targets();
     tpwgts.resize(std::size_t(o.k) * std::size_t(ncon));
     for (int p = 0; p < o.k; ++p)
-      for (int c = 0; c < ncon; ++c) tpwgts[std::size_t(p * ncon + c)] = real_t(t[std::size_t(p)]);
+      for (int c = 0; c < ncon; ++c) tpwgts[std::size_t(p) * std::size_t(ncon) + std::size_t(c)] = real_t(t[std::size_t(p)]);
   }
 
   idx_t options[METIS_NOPTIONS];

@@ -178,7 +178,7 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   for (int r = 0; r < k; ++r) {  // one part in memory at a time
     const HaloPlan plan = build_halo_plan(halos, r, local_of);
     part_fps[std::size_t(r)] = write_part(stage.path(), d, owner, plan, local_of, partition_fp);
-    progress.update(std::uint64_t(r + 1));
+    progress.update(std::uint64_t(r) + 1);
   }
 
   json meta = parts_meta(d, o, quality, main_split);

@@ -256,6 +256,7 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
   if (exchanges) {
     // Each layer's exchange width; backward sends gradients of the same width.
     std::vector<std::int64_t> widths;
+    widths.reserve(layers.size());
     for (const LayerShape& x : layers) widths.push_back(x.fwd_width());
     // A first layer that aggregates the features reuses A X after the first training epoch and
     // in evaluation (not under input dropout, which changes its input every epoch).

@@ -67,6 +67,7 @@ std::vector<std::string> every_rank(Communicator& comm, const std::string& mine)
   all.resize(kRecord * std::size_t(comm.size()));
   comm.broadcast(all.data(), all.size(), 0);
   std::vector<std::string> out;
+  out.reserve(std::size_t(comm.size()));
   for (int r = 0; r < comm.size(); ++r) out.emplace_back(all.data() + kRecord * std::size_t(r));
   return out;
 }

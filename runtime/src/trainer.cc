@@ -494,6 +494,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (k.comms.nccl) k.grads.set_device(k.dev);  // NCCL reduces the gradients in device memory
 
   std::vector<RunState> states;
+  states.reserve(std::size_t(opt.runs));
   std::optional<Model> last;  // the last run's model, for the predictions at the end
   for (int run = 0; run < opt.runs; ++run) states.push_back(train_run(k, run, last));
 
