@@ -134,10 +134,10 @@ std::string write_part(const fs::path& root, const GraphDataset& d,
 json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality& quality,
                 const Split* main_split) {
   json meta = quality_json(quality);
-  meta["method"] = o.method;
-  meta["options"] = {{"objective", o.objective},
+  meta["method"] = to_string(o.method);
+  meta["options"] = {{"objective", to_string(o.objective)},
                      {"balance", o.balance},
-                     {"ptype", o.method == "metis" ? o.metis_ptype() : ""},
+                     {"ptype", o.method == PartitionMethod::kMetis ? to_string(o.metis_ptype()) : ""},
                      {"part_weights", o.part_weights},
                      {"ufactor", o.ufactor},
                      {"contiguous", o.contiguous},

@@ -23,7 +23,7 @@ std::vector<NodeId> locality_order(const GraphDataset& d, const std::string& met
   if (k < 2) return order;
   PartitionOptions o;
   o.k = int(std::min<std::int64_t>(k, 1 << 20));
-  o.method = "metis";
+  o.method = PartitionMethod::kMetis;
   o.balance = "nodes";
   o.seed = seed;
   const std::vector<PartId> owner = partition_nodes(d, o);
