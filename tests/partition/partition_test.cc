@@ -448,7 +448,7 @@ TEST(PartitionErrors, CorruptPartIsReported) {
 TEST(Reorder, MetisOrderIsAPermutationThatRaisesLocality) {
   const GraphDataset d = read_graph_dataset(dataset("sbm"));
   const std::int64_t n = d.num_nodes(), block = 625;  // 8 windows, one per SBM class
-  const std::vector<NodeId> order = locality_order(d, "metis", block);
+  const std::vector<NodeId> order = locality_order(d, LocalityMethod::kMetis, block);
   ASSERT_EQ(std::int64_t(order.size()), n);
   std::vector<NodeId> sorted = order;
   std::sort(sorted.begin(), sorted.end());
@@ -476,10 +476,10 @@ TEST(Reorder, MetisOrderIsAPermutationThatRaisesLocality) {
 
 TEST(Reorder, RejectsUnknownMethodsAndBadBlocks) {
   const GraphDataset d = read_graph_dataset(dataset("cora"));
-  EXPECT_THROW(locality_order(d, "random", 100), ParamError);
-  EXPECT_THROW(locality_order(d, "metis", 0), ParamError);
-  EXPECT_EQ(locality_order(d, "rcm", 100).size(), std::size_t(d.num_nodes()));
-  const std::vector<NodeId> one = locality_order(d, "metis", 1 << 20);  // one window: the identity
+  EXPECT_THROW(parse_locality_method("random"), ParamError);
+  EXPECT_THROW(locality_order(d, LocalityMethod::kMetis, 0), ParamError);
+  EXPECT_EQ(locality_order(d, LocalityMethod::kRcm, 100).size(), std::size_t(d.num_nodes()));
+  const std::vector<NodeId> one = locality_order(d, LocalityMethod::kMetis, 1 << 20);  // one window: the identity
   for (std::size_t u = 0; u < one.size(); ++u) ASSERT_EQ(one[u], NodeId(u));
 }
 

@@ -211,7 +211,7 @@ TEST(Trainer, ACheckpointOfAnotherDatasetIsRefusedNamingIt) {
   o.checkpoint = t / "ck";
   std::ostringstream out;
   train_dataset(cora(), o, out);
-  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});  // the same graph, renumbered
+  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});  // the same graph, renumbered
   o.resume = true;
   try {
     train_dataset(t / "rcm", o, out);
@@ -298,7 +298,7 @@ TEST(Trainer, PredictionsAreWrittenAsNpyInInputOrder) {
   for (NodeId v : d.split("public")->test) correct += pred[v] == d.labels[std::size_t(v)];
   EXPECT_NEAR(double(correct) / 1000.0, s.test_mean, 1e-9);
   // A reordered dataset writes predictions back in the input order.
-  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});
+  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});
   o.predictions_out = t / "pred-rcm.npy";
   const TrainSummary r = train_dataset(t / "rcm", o, out);
   const std::string b2 = test::read_bytes(o.predictions_out);
