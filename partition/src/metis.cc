@@ -86,7 +86,8 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
 
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_OBJTYPE] = o.objective == MetisObjective::kVol ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
+  options[METIS_OPTION_OBJTYPE] =
+      o.objective == MetisObjective::kVol ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
   options[METIS_OPTION_SEED] = idx_t(o.seed);
   options[METIS_OPTION_NUMBERING] = 0;
   if (o.ufactor >= 0) options[METIS_OPTION_UFACTOR] = o.ufactor;

@@ -22,7 +22,8 @@ PartitionMethod parse_partition_method(std::string_view s) {
   if (s == "fennel") return PartitionMethod::kFennel;
   if (s == "random") return PartitionMethod::kRandom;
   if (s == "contiguous") return PartitionMethod::kContiguous;
-  throw ParamError("unknown --method '" + std::string(s) + "' (expected metis, fennel, random or contiguous)");
+  throw ParamError("unknown --method '" + std::string(s) +
+                   "' (expected metis, fennel, random or contiguous)");
 }
 
 MetisObjective parse_metis_objective(std::string_view s) {
@@ -149,9 +150,9 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
   for (PartId p : owner) ++count[std::size_t(p)];
   for (int p = 0; p < o.k; ++p)
     if (count[std::size_t(p)] == 0)
-      throw ParamError("part " + std::to_string(p) + " is empty: " + to_string(o.method) + " left it no nodes (K = " +
-                       std::to_string(o.k) + " for " + std::to_string(n) +
-                       " nodes); use a smaller -k or larger part weights");
+      throw ParamError("part " + std::to_string(p) + " is empty: " + to_string(o.method) +
+                       " left it no nodes (K = " + std::to_string(o.k) + " for " +
+                       std::to_string(n) + " nodes); use a smaller -k or larger part weights");
   return owner;
 }
 

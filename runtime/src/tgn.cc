@@ -43,7 +43,8 @@ TgnEmbedding parse_tgn_embedding(std::string_view s) {
   if (s == "attn") return TgnEmbedding::kAttention;
   if (s == "identity") return TgnEmbedding::kIdentity;
   if (s == "time") return TgnEmbedding::kTime;
-  throw ParamError("unknown --embedding '" + std::string(s) + "' (expected attn, identity or time)");
+  throw ParamError("unknown --embedding '" + std::string(s) +
+                   "' (expected attn, identity or time)");
 }
 
 TgnAggregator parse_tgn_aggregator(std::string_view s) {

@@ -391,7 +391,8 @@ TEST(PartitionErrors, BadParametersAreOneLineAndWriteNothing) {
     parse_partition_method("spectral");
     ADD_FAILURE() << "expected ParamError for --method spectral";
   } catch (const ParamError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown --method 'spectral'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown --method 'spectral'"), std::string::npos)
+        << e.what();
   }
   o.balance = "nodes,colour";
   expect_param(o, "unknown --balance key 'colour'");

@@ -13,7 +13,7 @@ namespace halo::cli {
 Action add_partition(CLI::App& app) {
   struct Args {
     std::string dataset, output, weights, assignment;
-    std::string method = "metis", objective = "cut", ptype = "auto";  // parsed into opt by the action
+    std::string method = "metis", objective = "cut", ptype = "auto";  // parsed into opt
     PartitionOptions opt;
     bool force = false, json = false;
   };

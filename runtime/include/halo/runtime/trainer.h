@@ -48,7 +48,8 @@ struct TrainOptions {
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
   DeviceChoice device = DeviceChoice::kCpu;
-  MatmulPrecision matmul_precision = MatmulPrecision::kFp32;  // tf32 (CUDA) | bf16: products' inputs
+  // tf32 (CUDA) | bf16: the products' inputs.
+  MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
   int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
