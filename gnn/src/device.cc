@@ -7,11 +7,11 @@
 
 namespace halo {
 
-MatmulPrecision parse_matmul_precision(const std::string& s) {
+MatmulPrecision parse_matmul_precision(std::string_view s) {
   if (s == "fp32") return MatmulPrecision::kFp32;
   if (s == "tf32") return MatmulPrecision::kTf32;
   if (s == "bf16") return MatmulPrecision::kBf16;
-  throw ParamError("--matmul-precision must be fp32, tf32 or bf16 (got '" + s + "')");
+  throw ParamError("--matmul-precision must be fp32, tf32 or bf16 (got '" + std::string(s) + "')");
 }
 
 const char* to_string(MatmulPrecision p) {

@@ -61,8 +61,15 @@ PhiloxKey dropout_key(std::uint64_t seed, std::int64_t epoch, int slot) {
 
 }  // namespace
 
+ModelKind parse_model_kind(std::string_view s) {
+  if (s == "gcn") return ModelKind::kGcn;
+  if (s == "sage") return ModelKind::kSage;
+  throw ParamError("unknown --model '" + std::string(s) + "' (expected gcn or sage)");
+}
+
+const char* to_string(ModelKind k) { return k == ModelKind::kSage ? "sage" : "gcn"; }
+
 void ModelConfig::check() const {
-  if (kind != "gcn" && kind != "sage") throw ParamError("unknown --model '" + kind + "' (expected gcn or sage)");
   if (layers < 1) throw ParamError("--layers must be at least 1");
   if (hidden < 1) throw ParamError("--hidden must be at least 1");
   if (in < 1) throw ParamError("the dataset has no node features to train on");
@@ -358,7 +365,7 @@ Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : con
     auto L = std::make_unique<Layer>();
     L->index = l;
     L->last = l + 1 == config_.layers;
-    L->sage = config_.kind == "sage";
+    L->sage = config_.kind == ModelKind::kSage;
     L->in = l == 0 ? config_.in : config_.hidden;
     L->out = L->last ? config_.out : config_.hidden;
     // Transform first when the layer does not widen: the SpMM and the exchange are no wider, and
@@ -405,7 +412,7 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
   // The memory plan (top of file): every slab at the size of its largest use, before any layer
   // cuts views from it.
   const std::int64_t hidden = config_.hidden, n = config_.layers;
-  const bool sage = config_.kind == "sage";
+  const bool sage = config_.kind == ModelKind::kSage;
   Work& ws = *work_;
   reserve(ws.grad[0], n > 1 ? g.all * hidden : 0);
   reserve(ws.grad[1], sage && n > 1 ? g.all * hidden : 0);

@@ -41,6 +41,12 @@ const char* format_name(Format f) {
   return "auto";
 }
 
+NodeOrder parse_node_order(std::string_view s) {
+  if (s == "none") return NodeOrder::kNone;
+  if (s == "rcm") return NodeOrder::kRcm;
+  throw ParamError("unknown --reorder '" + std::string(s) + "' (expected none or rcm)");
+}
+
 bool is_temporal(Format f) {
   return f == Format::kKonect || f == Format::kSnap || f == Format::kJodie;
 }
@@ -237,7 +243,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
   d.graph = build_csr(std::move(edges), {.symmetrize = !opt.directed});
 
   std::vector<NodeId> order, inv;
-  if (opt.reorder == "rcm") {
+  if (opt.reorder == NodeOrder::kRcm) {
     order = rcm_order(d.graph.view());
     d.graph = permute_csr(d.graph.view(), order);
     inv.resize(order.size());
@@ -343,13 +349,11 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
   // Before any reading (staging.h): an output that exists without --force, is not a halo
   // dataset, or would replace or write into the input is refused.
   resolve_dir_output(output, "halo-dataset", opt.overwrite, {input});
-  if (opt.reorder != "none" && opt.reorder != "rcm")
-    throw ParamError("unknown --reorder '" + opt.reorder + "' (expected none or rcm)");
   if (opt.num_nodes < 0 || opt.num_nodes > kMaxNodes)
     throw ParamError("--num-nodes must be in [1, " + std::to_string(kMaxNodes) + "], got " +
                      std::to_string(opt.num_nodes));
   const Format f = opt.format == Format::kAuto ? detect_format(input) : opt.format;
-  if (opt.reorder == "rcm" && (opt.directed || is_temporal(f)))
+  if (opt.reorder == NodeOrder::kRcm && (opt.directed || is_temporal(f)))
     throw ParamError("--reorder rcm needs an undirected graph");
   // A flag the format ignores would be silently dropped: say so instead.
   if (f != Format::kEdgeList && (opt.num_nodes > 0 || opt.one_based))
@@ -379,7 +383,7 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
                                                   .num_nodes = opt.num_nodes,
                                                   .allow_sparse_ids = opt.allow_sparse_ids});
     if (!opt.name.empty()) d.name = opt.name;
-    if (opt.reorder == "rcm") {
+    if (opt.reorder == NodeOrder::kRcm) {
       reorder_dataset(d, rcm_order(d.graph.view()));
       d.reorder = "rcm";
     }

@@ -86,7 +86,8 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
 
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_OBJTYPE] = o.objective == "vol" ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
+  options[METIS_OPTION_OBJTYPE] =
+      o.objective == MetisObjective::kVol ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
   options[METIS_OPTION_SEED] = idx_t(o.seed);
   options[METIS_OPTION_NUMBERING] = 0;
   if (o.ufactor >= 0) options[METIS_OPTION_UFACTOR] = o.ufactor;
@@ -97,9 +98,9 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
   if (o.k == 1) return std::vector<PartId>(std::size_t(n), 0);  // METIS rejects nparts = 1
   // METIS reads but never writes adjncy; the mapped dataset is read-only, so a write would fault.
   idx_t* adjncy = const_cast<idx_t*>(g.indices);
-  const std::string ptype = o.metis_ptype();
+  const MetisPtype ptype = o.metis_ptype();
   const int rc =
-      ptype == "rb"
+      ptype == MetisPtype::kRb
           ? METIS_PartGraphRecursive(&nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(),
                                      nullptr, adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
                                      tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval,

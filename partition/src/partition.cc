@@ -17,18 +17,53 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: a pure function of (seed, n
 }
 }  // namespace
 
+PartitionMethod parse_partition_method(std::string_view s) {
+  if (s == "metis") return PartitionMethod::kMetis;
+  if (s == "fennel") return PartitionMethod::kFennel;
+  if (s == "random") return PartitionMethod::kRandom;
+  if (s == "contiguous") return PartitionMethod::kContiguous;
+  throw ParamError("unknown --method '" + std::string(s) +
+                   "' (expected metis, fennel, random or contiguous)");
+}
+
+MetisObjective parse_metis_objective(std::string_view s) {
+  if (s == "cut") return MetisObjective::kCut;
+  if (s == "vol") return MetisObjective::kVol;
+  throw ParamError("unknown --objective '" + std::string(s) + "' (expected cut or vol)");
+}
+
+MetisPtype parse_metis_ptype(std::string_view s) {
+  if (s == "auto") return MetisPtype::kAuto;
+  if (s == "kway") return MetisPtype::kKway;
+  if (s == "rb") return MetisPtype::kRb;
+  throw ParamError("unknown --ptype '" + std::string(s) + "' (expected auto, kway or rb)");
+}
+
+const char* to_string(PartitionMethod m) {
+  switch (m) {
+    case PartitionMethod::kFennel: return "fennel";
+    case PartitionMethod::kRandom: return "random";
+    case PartitionMethod::kContiguous: return "contiguous";
+    default: return "metis";
+  }
+}
+
+const char* to_string(MetisObjective o) { return o == MetisObjective::kVol ? "vol" : "cut"; }
+
+const char* to_string(MetisPtype p) {
+  switch (p) {
+    case MetisPtype::kKway: return "kway";
+    case MetisPtype::kRb: return "rb";
+    default: return "auto";
+  }
+}
+
 void PartitionOptions::check(std::int64_t n) const {
   if (k < 1) throw ParamError("-k must be at least 1, got " + std::to_string(k));
   if (k > n)
     throw ParamError("-k " + std::to_string(k) + " exceeds the " + std::to_string(n) +
                      " nodes of the graph: some part would be empty");
-  if (method != "metis" && method != "fennel" && method != "random" && method != "contiguous")
-    throw ParamError("unknown --method '" + method + "' (expected metis, fennel, random or contiguous)");
-  if (objective != "cut" && objective != "vol")
-    throw ParamError("unknown --objective '" + objective + "' (expected cut or vol)");
-  if (ptype != "auto" && ptype != "kway" && ptype != "rb")
-    throw ParamError("unknown --ptype '" + ptype + "' (expected auto, kway or rb)");
-  if (objective == "vol" && ptype == "rb")
+  if (objective == MetisObjective::kVol && ptype == MetisPtype::kRb)
     throw ParamError("--objective vol needs k-way partitioning (--ptype kway)");
   std::size_t start = 0;
   while (start <= balance.size()) {
@@ -58,11 +93,11 @@ std::vector<double> PartitionOptions::targets() const {
   return t;
 }
 
-std::string PartitionOptions::metis_ptype() const {
-  if (ptype != "auto") return ptype;
+MetisPtype PartitionOptions::metis_ptype() const {
+  if (ptype != MetisPtype::kAuto) return ptype;
   // Measured on 4elt with gpmetis: bisection cuts less at K = 2 (146 vs 150), k-way from
   // K = 4 on (341 vs 370 at K = 4, 624 vs 642 at K = 8) and is faster; vol needs k-way.
-  return k <= 2 && objective == "cut" ? "rb" : "kway";
+  return k <= 2 && objective == MetisObjective::kCut ? MetisPtype::kRb : MetisPtype::kKway;
 }
 
 const Split* choose_split(const GraphDataset& d, const std::string& name) {
@@ -107,17 +142,17 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
   const std::int64_t n = d.num_nodes();
   o.check(n);
   std::vector<PartId> owner;
-  if (o.method == "metis") owner = partition_metis(d, o);
-  else if (o.method == "fennel") owner = partition_fennel(d.graph.view(), o);
-  else if (o.method == "random") owner = partition_random(n, o);
+  if (o.method == PartitionMethod::kMetis) owner = partition_metis(d, o);
+  else if (o.method == PartitionMethod::kFennel) owner = partition_fennel(d.graph.view(), o);
+  else if (o.method == PartitionMethod::kRandom) owner = partition_random(n, o);
   else owner = partition_contiguous(n, o);
   std::vector<std::int64_t> count(std::size_t(o.k), 0);
   for (PartId p : owner) ++count[std::size_t(p)];
   for (int p = 0; p < o.k; ++p)
     if (count[std::size_t(p)] == 0)
-      throw ParamError("part " + std::to_string(p) + " is empty: " + o.method + " left it no nodes (K = " +
-                       std::to_string(o.k) + " for " + std::to_string(n) +
-                       " nodes); use a smaller -k or larger part weights");
+      throw ParamError("part " + std::to_string(p) + " is empty: " + to_string(o.method) +
+                       " left it no nodes (K = " + std::to_string(o.k) + " for " +
+                       std::to_string(n) + " nodes); use a smaller -k or larger part weights");
   return owner;
 }
 

@@ -134,10 +134,11 @@ std::string write_part(const fs::path& root, const GraphDataset& d,
 json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality& quality,
                 const Split* main_split) {
   json meta = quality_json(quality);
-  meta["method"] = o.method;
-  meta["options"] = {{"objective", o.objective},
+  meta["method"] = to_string(o.method);
+  const bool metis = o.method == PartitionMethod::kMetis;
+  meta["options"] = {{"objective", to_string(o.objective)},
                      {"balance", o.balance},
-                     {"ptype", o.method == "metis" ? o.metis_ptype() : ""},
+                     {"ptype", metis ? to_string(o.metis_ptype()) : ""},
                      {"part_weights", o.part_weights},
                      {"ufactor", o.ufactor},
                      {"contiguous", o.contiguous},

@@ -10,12 +10,19 @@
 
 namespace halo {
 
-std::vector<NodeId> locality_order(const GraphDataset& d, const std::string& method, std::int64_t block,
+LocalityMethod parse_locality_method(std::string_view s) {
+  if (s == "metis") return LocalityMethod::kMetis;
+  if (s == "rcm") return LocalityMethod::kRcm;
+  throw ParamError("unknown --method '" + std::string(s) + "' (expected metis or rcm)");
+}
+
+const char* to_string(LocalityMethod m) { return m == LocalityMethod::kRcm ? "rcm" : "metis"; }
+
+std::vector<NodeId> locality_order(const GraphDataset& d, LocalityMethod method, std::int64_t block,
                                    std::uint64_t seed) {
-  if (method != "metis" && method != "rcm") throw ParamError("unknown --method '" + method + "' (expected metis or rcm)");
   if (block < 1) throw ParamError("--block must be at least 1");
   if (d.directed) throw ParamError("reordering needs an undirected graph; this dataset is directed");
-  if (method == "rcm") return rcm_order(d.graph.view());
+  if (method == LocalityMethod::kRcm) return rcm_order(d.graph.view());
   const std::int64_t n = d.num_nodes();
   std::vector<NodeId> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), NodeId(0));
@@ -23,7 +30,7 @@ std::vector<NodeId> locality_order(const GraphDataset& d, const std::string& met
   if (k < 2) return order;
   PartitionOptions o;
   o.k = int(std::min<std::int64_t>(k, 1 << 20));
-  o.method = "metis";
+  o.method = PartitionMethod::kMetis;
   o.balance = "nodes";
   o.seed = seed;
   const std::vector<PartId> owner = partition_nodes(d, o);

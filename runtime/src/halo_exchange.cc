@@ -10,6 +10,14 @@
 
 namespace halo {
 
+HaloDtype parse_halo_dtype(std::string_view s) {
+  if (s == "f32") return HaloDtype::kF32;
+  if (s == "bf16") return HaloDtype::kBf16;
+  throw ParamError("--halo-dtype must be f32 or bf16");
+}
+
+const char* to_string(HaloDtype d) { return d == HaloDtype::kBf16 ? "bf16" : "f32"; }
+
 namespace {
 // Tags: one per layer and kind of exchange, so an evaluation's exact exchange never matches a
 // pipelined training exchange still in flight.

@@ -306,7 +306,7 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
 
 ModelShape model_shape(const TrainOptions& o, bool multilabel, std::int64_t out) {
   ModelShape m;
-  m.sage = o.model.kind == "sage";
+  m.sage = o.model.kind == ModelKind::kSage;
   m.layers = o.model.layers;
   m.hidden = o.model.hidden;
   m.out = out;
@@ -315,7 +315,7 @@ ModelShape model_shape(const TrainOptions& o, bool multilabel, std::int64_t out)
   m.input_dropout = o.model.input_dropout;
   m.batch_norm = o.model.batch_norm;
   m.norm_features = o.norm_features;
-  m.halo_bf16 = o.halo_dtype == "bf16";
+  m.halo_bf16 = o.halo_dtype == HaloDtype::kBf16;
   m.halo_staleness = o.halo_staleness;
   m.predictions = !o.predictions_out.empty();
   return m;

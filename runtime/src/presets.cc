@@ -26,8 +26,13 @@ TrainOptions::Fault parse_fault(const std::string& spec) {
   } catch (const std::logic_error&) {
     throw bad();
   }
-  if (b != std::string::npos) f.mode = spec.substr(b + 1);
-  if (f.rank < 0 || f.epoch < 1 || (f.mode != "throw" && f.mode != "kill" && f.mode != "hang")) throw bad();
+  if (b != std::string::npos) {
+    const std::string mode = spec.substr(b + 1);
+    if (mode == "kill") f.mode = FaultMode::kKill;
+    else if (mode == "hang") f.mode = FaultMode::kHang;
+    else if (mode != "throw") throw bad();
+  }
+  if (f.rank < 0 || f.epoch < 1) throw bad();
   return f;
 }
 
@@ -63,7 +68,7 @@ std::vector<std::string> preset_names() {
 void apply_preset(const std::string& name, TrainOptions& o) {
   for (const Preset& p : kPresets) {
     if (name != p.name) continue;
-    o.model.kind = "gcn";
+    o.model.kind = ModelKind::kGcn;
     o.model.layers = p.layers;
     o.model.hidden = p.hidden;
     o.model.dropout = p.dropout;

@@ -32,25 +32,70 @@ namespace halo {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+TgnModel parse_tgn_model(std::string_view s) {
+  if (s == "tgn") return TgnModel::kTgn;
+  if (s == "jodie") return TgnModel::kJodie;
+  if (s == "edgebank") return TgnModel::kEdgebank;
+  throw ParamError("unknown --model '" + std::string(s) + "' (expected tgn, jodie or edgebank)");
+}
+
+TgnEmbedding parse_tgn_embedding(std::string_view s) {
+  if (s == "attn") return TgnEmbedding::kAttention;
+  if (s == "identity") return TgnEmbedding::kIdentity;
+  if (s == "time") return TgnEmbedding::kTime;
+  throw ParamError("unknown --embedding '" + std::string(s) +
+                   "' (expected attn, identity or time)");
+}
+
+TgnAggregator parse_tgn_aggregator(std::string_view s) {
+  if (s == "last") return TgnAggregator::kLast;
+  if (s == "mean") return TgnAggregator::kMean;
+  throw ParamError("unknown --aggregator '" + std::string(s) + "' (expected last or mean)");
+}
+
+TgnParallel parse_tgn_parallel(std::string_view s) {
+  if (s == "exact") return TgnParallel::kExact;
+  if (s == "segments") return TgnParallel::kSegments;
+  throw ParamError("unknown --parallel '" + std::string(s) + "' (expected exact or segments)");
+}
+
+TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s) {
+  if (s == "event") return TgnNeighborsBefore::kEvent;
+  if (s == "batch") return TgnNeighborsBefore::kBatch;
+  throw ParamError("unknown --neighbors-before '" + std::string(s) + "' (expected event or batch)");
+}
+
+const char* to_string(TgnModel m) {
+  switch (m) {
+    case TgnModel::kJodie: return "jodie";
+    case TgnModel::kEdgebank: return "edgebank";
+    default: return "tgn";
+  }
+}
+
+const char* to_string(TgnEmbedding e) {
+  switch (e) {
+    case TgnEmbedding::kIdentity: return "identity";
+    case TgnEmbedding::kTime: return "time";
+    default: return "attn";
+  }
+}
+
+const char* to_string(TgnAggregator a) { return a == TgnAggregator::kMean ? "mean" : "last"; }
+const char* to_string(TgnParallel p) { return p == TgnParallel::kSegments ? "segments" : "exact"; }
+const char* to_string(TgnNeighborsBefore n) {
+  return n == TgnNeighborsBefore::kBatch ? "batch" : "event";
+}
+
 void TgnOptions::check() const {
-  if (model != "tgn" && model != "jodie" && model != "edgebank")
-    throw ParamError("unknown --model '" + model + "' (expected tgn, jodie or edgebank)");
-  if (embedding != "attn" && embedding != "identity" && embedding != "time")
-    throw ParamError("unknown --embedding '" + embedding + "' (expected attn, identity or time)");
   if (memory_dim < 1 || embed_dim < 1 || time_dim < 1) throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
   if (neighbors < 1) throw ParamError("--neighbors must be at least 1");
-  if (neighbors_before != "event" && neighbors_before != "batch")
-    throw ParamError("unknown --neighbors-before '" + neighbors_before + "' (expected event or batch)");
   if (batch_size < 1) throw ParamError("--batch-size must be at least 1");
   if (epochs < 1) throw ParamError("--epochs must be at least 1");
   if (!(lr > 0)) throw ParamError("--lr must be positive");
   if (patience < 1) throw ParamError("--patience must be at least 1");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
-  if (aggregator != "last" && aggregator != "mean")
-    throw ParamError("unknown --aggregator '" + aggregator + "' (expected last or mean)");
-  if (parallel != "exact" && parallel != "segments")
-    throw ParamError("unknown --parallel '" + parallel + "' (expected exact or segments)");
   if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
 }
 
@@ -132,12 +177,13 @@ struct TgnRunState {
 
 // The options a checkpoint must have been made with to be resumed.
 json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
-  return {{"model", o.model},           {"memory_dim", o.memory_dim}, {"embed_dim", o.embed_dim},
-          {"time_dim", o.time_dim},     {"neighbors", o.neighbors},   {"neighbors_before", o.neighbors_before},
+  return {{"model", to_string(o.model)}, {"memory_dim", o.memory_dim}, {"embed_dim", o.embed_dim},
+          {"time_dim", o.time_dim},     {"neighbors", o.neighbors},
+          {"neighbors_before", to_string(o.neighbors_before)},
           {"batch_size", o.batch_size}, {"lr", o.lr},                 {"seed", o.seed},
           {"learn_time_frequencies", o.learn_time_frequencies},       {"max_train_events", o.max_train_events},
-          {"events", s.events},         {"nodes", s.nodes},         {"embedding", o.embedding},
-          {"parallel", o.parallel},     {"aggregator", o.aggregator}};
+          {"events", s.events},         {"nodes", s.nodes},         {"embedding", to_string(o.embedding)},
+          {"parallel", to_string(o.parallel)}, {"aggregator", to_string(o.aggregator)}};
 }
 
 // Rank 0 writes DIR/epoch-E (staged and renamed: a crash leaves the previous epoch intact), then
@@ -469,10 +515,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   const Stream s = stream_of(d);
   const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
-  check_split(dataset, s, split, split.train_end, opt.model == "edgebank" || !opt.skip_eval);
+  check_split(dataset, s, split, split.train_end, opt.model == TgnModel::kEdgebank || !opt.skip_eval);
   LogFile log;  // every record written whole and checked (staging.h)
   if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
-  if (opt.model == "edgebank") return run_edgebank(s, split, opt, log);
+  if (opt.model == TgnModel::kEdgebank) return run_edgebank(s, split, opt, log);
 
   const std::vector<std::int64_t> train_ids = training_events(split, opt);
   check_split(dataset, s, split, std::int64_t(train_ids.size()), !opt.skip_eval);  // held-out nodes may take them all
@@ -484,7 +530,7 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) resume_run(comm, opt, *model, st, key, out);
   TgnRun run{opt,           s,           split, train_ids, comm, cpu_backend(), *model, train_sampler, full_sampler,
-             opt.parallel == "segments" && comm.size() > 1, log, out};
+             opt.parallel == TgnParallel::kSegments && comm.size() > 1, log, out};
   run_epochs(run, st, key);
   TgnSummary sum = st.sum;
   std::sort(st.speeds.begin(), st.speeds.end());

@@ -9,7 +9,7 @@ namespace halo {
 
 TgnOptions resolved(const TgnOptions& o) {
   TgnOptions r = o;
-  if (r.model == "jodie") r.embedding = "time";
+  if (r.model == TgnModel::kJodie) r.embedding = TgnEmbedding::kTime;
   return r;
 }
 
@@ -31,11 +31,9 @@ TgnConfig tgn_config(const TgnOptions& o) {
   c.embed_dim = o.embed_dim;
   c.time_dim = o.time_dim;
   c.heads = o.heads;
-  c.embedding = o.embedding == "attn"       ? TgnEmbedding::kAttention
-                : o.embedding == "identity" ? TgnEmbedding::kIdentity
-                                            : TgnEmbedding::kTime;
-  c.mean_messages = o.aggregator == "mean";
-  c.neighbors_before_batch = o.neighbors_before != "event";
+  c.embedding = o.embedding;
+  c.mean_messages = o.aggregator == TgnAggregator::kMean;
+  c.neighbors_before_batch = o.neighbors_before == TgnNeighborsBefore::kBatch;
   c.learn_time_frequencies = o.learn_time_frequencies;
   c.seed = o.seed;
   return c;

@@ -209,11 +209,12 @@ void broadcast_state(Communicator& comm, int root, Model& model, RunState& st, j
 // epochs trains it further). The communication savers are recorded apart: see exchange_note.
 json trajectory_key(const TrainOptions& o, const std::string& dataset_fingerprint) {
   const ModelConfig& m = o.model;
-  return {{"model", m.kind},        {"layers", m.layers},        {"hidden", m.hidden},
+  return {{"model", to_string(m.kind)}, {"layers", m.layers},        {"hidden", m.hidden},
           {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
           {"lr", o.lr},             {"weight_decay", o.weight_decay},
           {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
-          {"split", o.split},       {"seed", o.seed},            {"matmul_precision", o.matmul_precision},
+          {"split", o.split},       {"seed", o.seed},
+          {"matmul_precision", to_string(o.matmul_precision)},
           {"dataset", dataset_fingerprint}};
 }
 
@@ -223,7 +224,7 @@ json exchange_record(const TrainOptions& o, const std::string& partition, int ra
   const bool exchanges = ranks > 1;
   return {{"ranks", ranks},
           {"partition", partition},
-          {"halo_dtype", exchanges ? o.halo_dtype : std::string("f32")},
+          {"halo_dtype", exchanges ? to_string(o.halo_dtype) : "f32"},
           {"halo_staleness", exchanges ? o.halo_staleness : 0}};
 }
 

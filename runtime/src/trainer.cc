@@ -38,6 +38,21 @@ namespace halo {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+DeviceChoice parse_device_choice(std::string_view s) {
+  if (s == "cpu") return DeviceChoice::kCpu;
+  if (s == "cuda") return DeviceChoice::kCuda;
+  if (s == "auto") return DeviceChoice::kAuto;
+  throw ParamError("--device must be cpu, cuda or auto");
+}
+
+const char* to_string(DeviceChoice d) {
+  switch (d) {
+    case DeviceChoice::kCuda: return "cuda";
+    case DeviceChoice::kAuto: return "auto";
+    default: return "cpu";
+  }
+}
+
 void TrainOptions::check() const {
   model.check();
   if (!(lr > 0)) throw ParamError("--lr must be positive");
@@ -48,9 +63,6 @@ void TrainOptions::check() const {
   if (threads < 0) throw ParamError("--threads must be >= 0");
   if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
-  if (device != "cpu" && device != "cuda" && device != "auto") throw ParamError("--device must be cpu, cuda or auto");
-  if (halo_dtype != "f32" && halo_dtype != "bf16") throw ParamError("--halo-dtype must be f32 or bf16");
-  parse_matmul_precision(matmul_precision);
   if (halo_staleness != 0 && halo_staleness != 1) throw ParamError("--halo-staleness must be 0 or 1");
 }
 
@@ -93,8 +105,8 @@ void take_labels(RankData& r, const Source& d) {
 }
 
 [[noreturn]] void inject_fault(const TrainOptions::Fault& f) {
-  if (f.mode == "kill") std::raise(SIGKILL);
-  if (f.mode == "hang")
+  if (f.mode == FaultMode::kKill) std::raise(SIGKILL);
+  if (f.mode == FaultMode::kHang)
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   throw SystemError("injected fault at epoch " + std::to_string(f.epoch) + " (HALO_INJECT_FAULT)");
 }
@@ -191,7 +203,7 @@ void prepare(RankRun& k) {
   opt.model.in = d.features.cols;
   opt.model.out = k.multilabel ? d.label_cols : d.num_classes;
   opt.check();
-  if (opt.device != "cuda")  // the model is of host memory
+  if (opt.device != DeviceChoice::kCuda)  // the model is of host memory
     refuse_impossible_memory(rank_shape(d, *k.split, k.ranks, k.rank),
                              model_shape(opt, k.multilabel, opt.model.out), d.source);
 }
@@ -214,7 +226,7 @@ void load_inputs(RankRun& k) {
     }
     k.x = k.xnorm.view();
   }
-  if (k.opt.model.kind == "gcn") k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
+  if (k.opt.model.kind == ModelKind::kGcn) k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
   else k.mean = mean_operator(k.d.graph, k.d.all);
 }
 
@@ -223,18 +235,20 @@ void load_inputs(RankRun& k) {
 void place(RankRun& k) {
   const RankData& d = k.d;
   const TrainOptions& opt = k.opt;
-  k.dev = opt.device == "cuda" || (opt.device == "auto" && cuda_devices().count > 0) ? Device::kCuda : Device::kCpu;
+  const bool cuda = opt.device == DeviceChoice::kCuda ||
+                    (opt.device == DeviceChoice::kAuto && cuda_devices().count > 0);
+  k.dev = cuda ? Device::kCuda : Device::kCpu;
   k.gpu = k.dev == Device::kCuda;
   k.comms = place_rank(k.comm, k.gpu, !opt.quiet, k.out);
   Backend& base = k.gpu ? cuda_backend() : cpu_backend();
-  base.set_matmul_precision(parse_matmul_precision(opt.matmul_precision));  // every run sets it: the backend is shared
+  base.set_matmul_precision(opt.matmul_precision);  // every run sets it: the backend is shared
   k.timed.emplace(base);
   k.be = opt.profile ? static_cast<Backend*>(&*k.timed) : &base;
   if (k.gpu) {
     k.x_dev = Matrix(d.owned, k.x.cols, 0.f, k.dev);
     copy_floats(k.dev, k.x_dev.data(), Device::kCpu, k.x.data, k.x.size());
     k.x = k.x_dev.view();
-    if (opt.model.kind == "gcn") k.gcn_dev = DeviceOperator(k.gcn);
+    if (opt.model.kind == ModelKind::kGcn) k.gcn_dev = DeviceOperator(k.gcn);
     else k.mean_dev = DeviceOperator(k.mean);
     if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
@@ -242,8 +256,7 @@ void place(RankRun& k) {
   }
   if (k.ranks > 1)
     k.exch = std::make_unique<HaloExchanger>(k.comms.exchange(k.comm), *k.be, d.plan,
-                                             opt.halo_dtype == "bf16" ? HaloDtype::kBf16 : HaloDtype::kF32,
-                                             opt.halo_staleness);
+                                             opt.halo_dtype, opt.halo_staleness);
   GraphContext& ctx = k.ctx;
   ctx.owned = d.owned;
   ctx.all = d.all;
@@ -501,7 +514,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   TrainSummary summary = summarize_runs(comm, states, k.history, d.owned, d.all - d.owned, k.gpu);
   summary.metric = k.multilabel ? "rocauc" : "acc";
   summary.ranks = k.ranks;
-  summary.matmul_precision = opt.matmul_precision;
+  summary.matmul_precision = to_string(opt.matmul_precision);
   k.log.write_line(summary.to_json().dump());
   k.log.close();
   if (opt.profile && k.lead) out << "time per kernel (training and evaluation, rank 0):\n" << k.timed->report();

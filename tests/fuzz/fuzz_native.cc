@@ -40,7 +40,7 @@ const fs::path& base() {
     halo::generate(d / "dataset", g);
     halo::PartitionOptions p;
     p.k = 2;
-    p.method = "random";
+    p.method = halo::PartitionMethod::kRandom;
     halo::partition_dataset(d / "dataset", d / "parts", p, false);
     return d;
   }();

@@ -104,7 +104,7 @@ void check_gradients(const std::string& kind, bool batch_norm, float dropout, st
   Tiny t;
   t.build(12, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 0}, {6, 7}, {7, 8}, {8, 6}, {2, 9}, {9, 10}, {1, 10}});
   ModelConfig cfg;
-  cfg.kind = kind;
+  cfg.kind = parse_model_kind(kind);
   cfg.layers = 3;
   cfg.in = in;
   cfg.hidden = hidden;
@@ -299,9 +299,8 @@ TEST(Model, RejectsImpossibleConfigurations) {
   ModelConfig cfg;
   cfg.in = 3;
   cfg.out = 2;
-  cfg.kind = "gat";
-  EXPECT_THROW(Model(cfg, 0), ParamError);
-  cfg.kind = "gcn";
+  EXPECT_THROW(parse_model_kind("gat"), ParamError);
+  cfg.kind = ModelKind::kGcn;
   cfg.dropout = 1.f;
   EXPECT_THROW(Model(cfg, 0), ParamError);
 }

@@ -123,7 +123,7 @@ TEST(Ogb, BinaryNpzLayout) {
   EXPECT_EQ(d.split("time")->test.size(), 2u);
   EXPECT_EQ(read_dataset_meta(t / "out")["source"]["format"], "ogb-npz");
   // Reordered, features are written row by row at their new positions.
-  convert(test::test_data("ogb-npz"), t / "rcm", {.reorder = "rcm"});
+  convert(test::test_data("ogb-npz"), t / "rcm", {.reorder = NodeOrder::kRcm});
   const GraphDataset e = read_graph_dataset(t / "rcm");
   for (NodeId u = 0; u < 5; ++u)
     EXPECT_FLOAT_EQ(e.features[std::size_t(u) * 2], float(2 * e.original_ids[std::size_t(u)]) + 0.5f);
@@ -134,7 +134,7 @@ TEST(Ogb, BinaryNpzLayout) {
 TEST(Ogb, RcmReorderIsConsistentWithTheOriginal) {
   TempDir t;
   convert(test::bundled("cora"), t / "plain", {});
-  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});
+  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});
   const GraphDataset a = read_graph_dataset(t / "plain");
   const GraphDataset b = read_graph_dataset(t / "rcm");
   ASSERT_EQ(b.original_ids.size(), 2708u);

@@ -176,7 +176,7 @@ TEST(HaloPlan, WritePartsWritesTheBuildersPlans) {
   const GraphDataset d = read_graph_dataset(t / "cora");
   PartitionOptions o;
   o.k = 4;
-  o.method = "random";
+  o.method = PartitionMethod::kRandom;
   const std::vector<PartId> owner = partition_nodes(d, o);
   const Quality q = measure_partition(d.graph.view(), d.directed, owner, o.k,
                                       choose_split(d, o.split), o.targets());

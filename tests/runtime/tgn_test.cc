@@ -43,11 +43,12 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
   // the neighbour-memory or the own-memory gradient path makes this ~1.0 (checked by mutation).
   EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "attn";
   for (const char* e : {"identity", "time"}) {  // the other embeddings, through the same batch
-    o.embedding = e;
+    o.embedding = parse_tgn_embedding(e);
     EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << e;
   }
-  o.embedding = "attn";  // the mean aggregator: several messages per node, time encodings averaged
-  o.aggregator = "mean";
+  // The mean aggregator: several messages per node, time encodings averaged.
+  o.embedding = TgnEmbedding::kAttention;
+  o.aggregator = TgnAggregator::kMean;
   EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "mean aggregator";
 }
 
@@ -112,7 +113,7 @@ TEST(Tgn, AnEventSeesOnlyEventsStrictlyBeforeItsTime) {
 // for bit the same; changing an event of the previous batch does not (so the test can tell).
 TEST(Tgn, ABatchNeverSeesItsOwnEvents) {
   TgnOptions o = leakage_options();
-  o.neighbors_before = "batch";
+  o.neighbors_before = TgnNeighborsBefore::kBatch;
   const std::int64_t batch = 5;
   const TieStream stream;
   const std::vector<float> base = stream.scores(o, batch);

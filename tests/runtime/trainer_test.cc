@@ -54,7 +54,7 @@ TEST(Trainer, PlanetoidGcnReachesPublishedAccuracyOnCora) {
 
 TEST(Trainer, SageTrainsToo) {
   TrainOptions o;
-  o.model.kind = "sage";
+  o.model.kind = ModelKind::kSage;
   o.model.hidden = 32;
   o.epochs = 60;
   o.norm_features = true;
@@ -96,7 +96,7 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   std::ostringstream out;
   o.log = t / "fp32.jsonl";
   const TrainSummary exact = train_dataset(cora(), o, out);
-  o.matmul_precision = "bf16";
+  o.matmul_precision = MatmulPrecision::kBf16;
   o.log = t / "bf16.jsonl";
   const TrainSummary mixed = train_dataset(cora(), o, out);
   o.log = t / "bf16-again.jsonl";
@@ -118,7 +118,7 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   EXPECT_GT(differ, 0) << "bf16 losses equal fp32's bit for bit: the kernel was not used";
   EXPECT_NEAR(mixed.test_mean, exact.test_mean, 0.03);
   EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kBf16);
-  o.matmul_precision = "fp32";
+  o.matmul_precision = MatmulPrecision::kFp32;
   o.log.clear();
   o.epochs = 1;
   train_dataset(cora(), o, out);
@@ -211,7 +211,7 @@ TEST(Trainer, ACheckpointOfAnotherDatasetIsRefusedNamingIt) {
   o.checkpoint = t / "ck";
   std::ostringstream out;
   train_dataset(cora(), o, out);
-  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});  // the same graph, renumbered
+  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});  // the same graph, renumbered
   o.resume = true;
   try {
     train_dataset(t / "rcm", o, out);
@@ -298,7 +298,7 @@ TEST(Trainer, PredictionsAreWrittenAsNpyInInputOrder) {
   for (NodeId v : d.split("public")->test) correct += pred[v] == d.labels[std::size_t(v)];
   EXPECT_NEAR(double(correct) / 1000.0, s.test_mean, 1e-9);
   // A reordered dataset writes predictions back in the input order.
-  convert(test::bundled("cora"), t / "rcm", {.reorder = "rcm"});
+  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});
   o.predictions_out = t / "pred-rcm.npy";
   const TrainSummary r = train_dataset(t / "rcm", o, out);
   const std::string b2 = test::read_bytes(o.predictions_out);
@@ -355,9 +355,8 @@ TEST(Trainer, BadOptionsAreParameterErrors) {
   o.resume = true;
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
   o.resume = false;
-  o.matmul_precision = "fp16";
-  EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
-  o.matmul_precision = "tf32";  // a tensor-core format: the CPU refuses rather than compute fp32
+  EXPECT_THROW(parse_matmul_precision("fp16"), ParamError);  // the CLI's parse refuses it
+  o.matmul_precision = MatmulPrecision::kTf32;  // a tensor-core format: the CPU refuses rather than compute fp32
   EXPECT_THROW(train_dataset(cora(), o, out), SystemError);
   TempDir t;
   convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});
@@ -380,10 +379,10 @@ void expect_gpu_matches_cpu(const fs::path& dataset, TrainOptions o) {
   o.epochs = 20;
   o.quiet = true;
   std::ostringstream out;
-  o.device = "cpu";
+  o.device = DeviceChoice::kCpu;
   o.log = t / "cpu.jsonl";
   const TrainSummary a = train_dataset(dataset, o, out);
-  o.device = "cuda";
+  o.device = DeviceChoice::kCuda;
   o.log = t / "gpu.jsonl";
   const TrainSummary b = train_dataset(dataset, o, out);
   const auto la = read_log(t / "cpu.jsonl"), lb = read_log(t / "gpu.jsonl");
@@ -412,7 +411,7 @@ TEST(TrainerGpu, SageOnGeneratedGraphOnCudaMatchesCpu) {
   g.seed = 5;
   generate(t / "sbm", g);
   TrainOptions o;
-  o.model.kind = "sage";
+  o.model.kind = ModelKind::kSage;
   o.model.layers = 3;
   o.model.hidden = 128;
   o.model.batch_norm = true;
@@ -424,7 +423,7 @@ TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
   TrainOptions o;
   o.epochs = 1;
   o.quiet = true;
-  o.device = "cuda";
+  o.device = DeviceChoice::kCuda;
   std::ostringstream out;
   try {
     train_dataset(cora(), o, out);
@@ -432,7 +431,7 @@ TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
   }
-  o.device = "auto";  // falls back to the CPU
+  o.device = DeviceChoice::kAuto;  // falls back to the CPU
   EXPECT_NO_THROW(train_dataset(cora(), o, out));
 }
 

@@ -11,7 +11,7 @@ namespace halo::cli {
 
 Action add_convert(CLI::App& app) {
   struct Args {
-    std::string input, output, format = "auto";
+    std::string input, output, format = "auto", reorder = "none";
     ConvertOptions opt;
     bool json = false;
   };
@@ -23,7 +23,7 @@ Action add_convert(CLI::App& app) {
   cmd->add_option("--format", a->format, "auto|ogb|metis|edgelist|konect|snap|jodie")
       ->capture_default_str();
   cmd->add_flag("--directed", a->opt.directed, "Keep edges as given instead of symmetrising");
-  cmd->add_option("--reorder", a->opt.reorder, "Node order: none|rcm (reverse Cuthill-McKee)")
+  cmd->add_option("--reorder", a->reorder, "Node order: none|rcm (reverse Cuthill-McKee)")
       ->capture_default_str();
   cmd->add_flag("--one-based", a->opt.one_based, "Edge list ids start at 1");
   cmd->add_option("--num-nodes", a->opt.num_nodes, "Edge lists: node count (default: max id + 1)")
@@ -35,6 +35,7 @@ Action add_convert(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print the conversion report as JSON on stdout");
   return [a] {
     a->opt.format = parse_format(a->format);
+    a->opt.reorder = parse_node_order(a->reorder);
     const ConvertReport r = convert(a->input, a->output, a->opt);
     const double mbps = r.seconds > 0 ? double(r.text_bytes) / r.seconds / 1e6 : 0;
     if (a->json) {

@@ -13,6 +13,7 @@ namespace halo::cli {
 Action add_partition(CLI::App& app) {
   struct Args {
     std::string dataset, output, weights, assignment;
+    std::string method = "metis", objective = "cut", ptype = "auto";  // parsed into opt
     PartitionOptions opt;
     bool force = false, json = false;
   };
@@ -21,12 +22,12 @@ Action add_partition(CLI::App& app) {
   cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
   cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
-  cmd->add_option("--method", a->opt.method, "metis|fennel|random|contiguous")->capture_default_str();
-  cmd->add_option("--objective", a->opt.objective, "METIS objective: cut|vol")->capture_default_str();
+  cmd->add_option("--method", a->method, "metis|fennel|random|contiguous")->capture_default_str();
+  cmd->add_option("--objective", a->objective, "METIS objective: cut|vol")->capture_default_str();
   cmd->add_option("--balance", a->opt.balance,
                   "Balance constraints, comma separated: nodes, edges, train, weights")
       ->capture_default_str();
-  cmd->add_option("--ptype", a->opt.ptype, "METIS scheme: auto (rb for K=2, else kway)|kway|rb")
+  cmd->add_option("--ptype", a->ptype, "METIS scheme: auto (rb for K=2, else kway)|kway|rb")
       ->capture_default_str();
   cmd->add_option("--part-weights", a->weights, "Target share of each part, e.g. 2,1,1");
   cmd->add_option("--ufactor", a->opt.ufactor, "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
@@ -39,6 +40,9 @@ Action add_partition(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   return [a] {
     require_dataset(a->dataset);
+    a->opt.method = parse_partition_method(a->method);
+    a->opt.objective = parse_metis_objective(a->objective);
+    a->opt.ptype = parse_metis_ptype(a->ptype);
     if (!a->weights.empty()) {
       std::stringstream ss(a->weights);
       std::string item;
@@ -56,7 +60,7 @@ Action add_partition(CLI::App& app) {
       shown.erase("arrays");
       std::printf("%s\n", shown.dump(2).c_str());
     } else {
-      std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, a->opt.method.c_str(),
+      std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, to_string(a->opt.method),
                   format_quality(meta).c_str());
     }
     print_footer("partition: " + std::to_string(a->opt.k) + " parts -> " + a->output,

@@ -31,17 +31,18 @@ Action add_reorder(CLI::App& app) {
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   return [a] {
     require_dataset(a->dataset);
+    const LocalityMethod method = parse_locality_method(a->method);
     Stopwatch clock;
     resolve_dir_output(a->output, "halo-dataset", a->force, {a->dataset});  // never the input (staging.h)
     GraphDataset d = read_graph_dataset(a->dataset);
     const double before = window_locality(d.graph.view(), a->block);
-    reorder_dataset(d, locality_order(d, a->method, a->block, a->seed));
-    d.reorder = a->method;
+    reorder_dataset(d, locality_order(d, method, a->block, a->seed));
+    d.reorder = to_string(method);
     const double after = window_locality(d.graph.view(), a->block);
     const nlohmann::json extra = {{"source", {{"format", "native"}, {"path", a->dataset}}}};
     write_graph_dataset(d, a->output, a->force, &extra);
     std::printf("reorder: %lld nodes by %s; edges within a window of %lld ids: %.1f%% -> %.1f%%\n",
-                (long long)d.num_nodes(), a->method.c_str(), (long long)a->block, 100 * before, 100 * after);
+                (long long)d.num_nodes(), to_string(method), (long long)a->block, 100 * before, 100 * after);
     print_footer("reorder: " + a->output, clock.seconds());
     return 0;
   };

@@ -15,18 +15,23 @@ Action add_tgn(CLI::App& app) {
   auto o = std::make_shared<TgnOptions>();
   auto path = std::make_shared<std::string>();
   auto log = std::make_shared<std::string>();
+  struct Choices {  // the spellings the user typed, parsed into o's enums by the action
+    std::string model = "tgn", parallel = "exact", aggregator = "last", embedding = "attn";
+    std::string neighbors_before = "event";
+  };
+  auto c = std::make_shared<Choices>();
   auto* tgn = app.add_subcommand("tgn", "Temporal GNNs on event streams");
   tgn->require_subcommand(1);
   auto* cmd = tgn->add_subcommand("train", "Train TGN (or score EdgeBank) for link prediction on a temporal dataset");
   cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")->required();
-  cmd->add_option("--model", o->model, "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
+  cmd->add_option("--model", c->model, "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
       ->capture_default_str();
-  cmd->add_option("--parallel", o->parallel,
+  cmd->add_option("--parallel", c->parallel,
                   "Across ranks: exact (same model as one process) | segments (independent memories per time segment)")
       ->capture_default_str();
-  cmd->add_option("--aggregator", o->aggregator, "last | mean: a node's messages between its memory updates")
+  cmd->add_option("--aggregator", c->aggregator, "last | mean: a node's messages between its memory updates")
       ->capture_default_str();
-  cmd->add_option("--embedding", o->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
+  cmd->add_option("--embedding", c->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
       ->capture_default_str();
   // Widths bounded far above any published model (TGN uses 100-172) so that a typo is an
   // error, not an allocation of nodes x width x several floats.
@@ -36,7 +41,7 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")
       ->capture_default_str()
       ->check(int_range(1, 4096));
-  cmd->add_option("--neighbors-before", o->neighbors_before,
+  cmd->add_option("--neighbors-before", c->neighbors_before,
                   "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
       ->capture_default_str();
   cmd->add_option("--batch-size", o->batch_size, "Events per batch")->capture_default_str();
@@ -60,24 +65,29 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--checkpoint", *ck, "Save parameters and optimiser state here after every epoch");
   cmd->add_flag("--resume", o->resume, "Continue from the newest epoch in --checkpoint");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
-  return [o, path, log, ck] {
+  return [o, c, path, log, ck] {
     o->log = *log;
     o->checkpoint = *ck;
     Stopwatch clock;
     require_dataset(*path);
+    o->model = parse_tgn_model(c->model);
+    o->parallel = parse_tgn_parallel(c->parallel);
+    o->aggregator = parse_tgn_aggregator(c->aggregator);
+    o->embedding = parse_tgn_embedding(c->embedding);
+    o->neighbors_before = parse_tgn_neighbors_before(c->neighbors_before);
     const TgnSummary s = train_tgn(*path, world(), *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     if (o->skip_eval) {
-      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", o->model.c_str(), s.events_per_s);
+      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", to_string(o->model), s.events_per_s);
       print_footer("tgn train", clock.seconds());
       return 0;
     }
     std::printf(
         "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; pooled AP %.4f, "
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",
-        o->model.c_str(), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc, s.test_ap_pooled,
+        to_string(o->model), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc, s.test_ap_pooled,
         s.test_inductive_ap_pooled, s.best_epoch, s.events_per_s);
-    if (o->eval_negatives > 0) std::printf("%s: test MRR %.4f against %lld negatives\n", o->model.c_str(), s.test_mrr, (long long)o->eval_negatives);
+    if (o->eval_negatives > 0) std::printf("%s: test MRR %.4f against %lld negatives\n", to_string(o->model), s.test_mrr, (long long)o->eval_negatives);
     print_footer("tgn train", clock.seconds());
     return 0;
   };

@@ -26,9 +26,10 @@ void print_dry_run(const std::string& path, const TrainOptions& o) {
   const JobShape job = job_shape(path, o);
   const std::vector<RankShape>& ranks = job.ranks;
   const ModelShape& model = job.model;
-  if (o.device != "cpu" || o.matmul_precision != "fp32")  // the model knows one configuration
+  // The model knows one configuration.
+  if (o.device != DeviceChoice::kCpu || o.matmul_precision != MatmulPrecision::kFp32)
     std::printf("note: --device %s --matmul-precision %s: host memory of the CPU FP32 run shown\n",
-                o.device.c_str(), o.matmul_precision.c_str());
+                to_string(o.device), to_string(o.matmul_precision));
   std::printf(
       "predicted peak memory per rank (halo train, CPU backend, FP32; the model is in "
       "docs/BENCHMARKS.md):\n");
@@ -81,7 +82,7 @@ Action add_train(CLI::App& app) {
   std::vector<std::pair<CLI::Option*, std::function<void(TrainOptions&)>>> overrides;
   auto over = [&](CLI::Option* o, std::function<void(TrainOptions&)> set) { overrides.emplace_back(o, std::move(set)); };
   over(cmd->add_option("--model", a->model, "gcn | sage")->capture_default_str(),
-       [a](TrainOptions& t) { t.model.kind = a->model; });
+       [a](TrainOptions& t) { t.model.kind = parse_model_kind(a->model); });
   // Depth and width bounded far above any published model (deep GCNs reach ~100 layers, widths
   // a few thousand) so that a typo is an error, not an allocation of nodes x width floats.
   over(cmd->add_option("--layers", a->layers, "Number of layers")->capture_default_str()->check(int_range(1, 1024)),
@@ -125,15 +126,15 @@ Action add_train(CLI::App& app) {
   over(cmd->add_flag("--profile", a->profile, "Time every kernel and print the table"),
        [a](TrainOptions& t) { t.profile = a->profile; });
   over(cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")->capture_default_str(),
-       [a](TrainOptions& t) { t.device = a->device; });
+       [a](TrainOptions& t) { t.device = parse_device_choice(a->device); });
   over(cmd->add_option("--matmul-precision", a->matmul_precision,
                        "Inputs of the matrix products: fp32 (exact) | bf16 (CPU with AVX-512 BF16, or GPU) | tf32 "
                        "(GPU); sums stay float32")
            ->capture_default_str(),
-       [a](TrainOptions& t) { t.matmul_precision = a->matmul_precision; });
+       [a](TrainOptions& t) { t.matmul_precision = parse_matmul_precision(a->matmul_precision); });
   over(cmd->add_option("--halo-dtype", a->halo_dtype, "Halo payload: f32 (exact) | bf16 (half the bytes)")
            ->capture_default_str(),
-       [a](TrainOptions& t) { t.halo_dtype = a->halo_dtype; });
+       [a](TrainOptions& t) { t.halo_dtype = parse_halo_dtype(a->halo_dtype); });
   over(cmd->add_option("--halo-staleness", a->staleness,
                        "0 (exact) | 1: use the previous epoch's halo rows, overlapping the exchange (PipeGCN)")
            ->capture_default_str(),
@@ -148,7 +149,7 @@ Action add_train(CLI::App& app) {
                        " ranks split it first: halo partition " + a->dataset + " -k " + std::to_string(comm.size()) +
                        " -o PARTS, then mpirun -np " + std::to_string(comm.size()) + " halo train PARTS");
     TrainOptions opt;
-    opt.model.kind = a->model;
+    opt.model.kind = parse_model_kind(a->model);
     opt.model.layers = a->layers;
     opt.model.hidden = a->hidden;
     opt.model.dropout = a->dropout;

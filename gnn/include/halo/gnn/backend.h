@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "halo/gnn/matrix.h"
 #include "halo/gnn/rng.h"
@@ -49,7 +50,8 @@ struct AdamStep {
 // compute more precisely than asked, never less. Everything else stays float32.
 enum class MatmulPrecision { kFp32, kTf32, kBf16 };
 // "fp32" | "tf32" | "bf16"; throws ParamError naming the flag otherwise.
-MatmulPrecision parse_matmul_precision(const std::string& s);
+MatmulPrecision parse_matmul_precision(std::string_view s);
+// The --matmul-precision spelling of p, as logs and checkpoint keys record it.
 const char* to_string(MatmulPrecision p);
 
 // A dropout's keep mask as bits, so that backward replays its forward's mask instead of running

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/gnn/backend.h"
@@ -15,8 +16,15 @@
 
 namespace halo {
 
+// The layer type: GCN (symmetric normalisation) or GraphSAGE-mean.
+enum class ModelKind { kGcn, kSage };
+// "gcn" | "sage" (the --model spellings); throws ParamError naming the expected ones.
+ModelKind parse_model_kind(std::string_view s);
+// The --model spelling of k, as logs and checkpoint keys record it.
+const char* to_string(ModelKind k);
+
 struct ModelConfig {
-  std::string kind = "gcn";  // gcn | sage
+  ModelKind kind = ModelKind::kGcn;
   int layers = 2;
   std::int64_t in = 0, hidden = 16, out = 0;
   float dropout = 0.5f;

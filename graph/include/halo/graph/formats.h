@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/graph/dataset.h"
@@ -94,13 +95,18 @@ std::vector<NodeId> read_index_file(const std::filesystem::path& path, std::int6
                                     std::uint64_t* text_bytes = nullptr);
 
 // ---- the pipeline ------------------------------------------------------------------------
+// The node order convert writes: as read, or reverse Cuthill-McKee.
+enum class NodeOrder { kNone, kRcm };
+// "none" | "rcm" (the --reorder spellings); throws ParamError naming the expected ones.
+NodeOrder parse_node_order(std::string_view s);
+
 struct ConvertOptions {
   Format format = Format::kAuto;
   bool directed = false;
   bool one_based = false;       // edge lists
   std::int64_t num_nodes = 0;   // edge lists; 0 = max id + 1
   bool allow_sparse_ids = false;  // edge and event lists: keep ids however sparse
-  std::string reorder = "none";  // none | rcm
+  NodeOrder reorder = NodeOrder::kNone;
   std::string name;              // default: input's name
   bool overwrite = false;
 };

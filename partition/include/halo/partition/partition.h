@@ -5,18 +5,34 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/graph/dataset.h"
 
 namespace halo {
 
+enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous };
+// What METIS minimises: the edge cut or the communication volume.
+enum class MetisObjective { kCut, kVol };
+// METIS's scheme: auto (rb for K = 2, kway above), k-way, or recursive bisection.
+enum class MetisPtype { kAuto, kKway, kRb };
+
+// Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
+// to_string gives the spelling back, as PARTS/meta.json and messages record it.
+PartitionMethod parse_partition_method(std::string_view s);  // metis | fennel | random | contiguous
+MetisObjective parse_metis_objective(std::string_view s);    // cut | vol
+MetisPtype parse_metis_ptype(std::string_view s);            // auto | kway | rb
+const char* to_string(PartitionMethod m);
+const char* to_string(MetisObjective o);
+const char* to_string(MetisPtype p);
+
 struct PartitionOptions {
   int k = 2;
-  std::string method = "metis";      // metis | fennel | random | contiguous
-  std::string objective = "cut";     // metis: cut | vol
+  PartitionMethod method = PartitionMethod::kMetis;
+  MetisObjective objective = MetisObjective::kCut;  // metis only
   std::string balance = "nodes";     // comma list of: nodes, edges, train, weights
-  std::string ptype = "auto";        // metis: auto (rb for K = 2, kway above) | kway | rb
+  MetisPtype ptype = MetisPtype::kAuto;             // metis only
   std::vector<double> part_weights;  // target share of each part (any scale); empty = equal
   int ufactor = -1;                  // allowed imbalance in 1/1000; -1 = METIS's default
   bool contiguous = false;           // metis: contiguous parts
@@ -28,8 +44,8 @@ struct PartitionOptions {
   void check(std::int64_t n) const;
   // The target share of each part (part_weights normalised, or 1/K each).
   std::vector<double> targets() const;
-  // The METIS partitioning scheme auto resolves to.
-  std::string metis_ptype() const;
+  // The METIS partitioning scheme auto resolves to (kway or rb, never auto).
+  MetisPtype metis_ptype() const;
 };
 
 // The split options.split names (or the first), or nullptr when the dataset has none.

@@ -6,16 +6,24 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/graph/dataset.h"
 
 namespace halo {
 
-// New node u is old node order[u]. method: "metis" (k-way parts of about `block` nodes, numbered
-// part by part, ids ascending within a part) or "rcm" (reverse Cuthill-McKee). Throws
-// ParamError for an unknown method, a directed graph or block < 1.
-std::vector<NodeId> locality_order(const GraphDataset& d, const std::string& method, std::int64_t block,
+// metis: k-way parts of about `block` nodes, numbered part by part, ids ascending within a
+// part; rcm: reverse Cuthill-McKee.
+enum class LocalityMethod { kMetis, kRcm };
+// "metis" | "rcm" (the reorder --method spellings); throws ParamError naming the expected ones.
+LocalityMethod parse_locality_method(std::string_view s);
+// The --method spelling of m, as the dataset's "reorder" field records it.
+const char* to_string(LocalityMethod m);
+
+// New node u is old node order[u], by method. Throws ParamError for a directed graph or
+// block < 1.
+std::vector<NodeId> locality_order(const GraphDataset& d, LocalityMethod method, std::int64_t block,
                                    std::uint64_t seed = 0);
 
 // Share of stored edges (u, v) whose ends lie in the same window of `block` consecutive ids:

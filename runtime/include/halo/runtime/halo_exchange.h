@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "halo/gnn/backend.h"
@@ -32,6 +33,10 @@
 namespace halo {
 
 enum class HaloDtype { kF32, kBf16 };
+// "f32" | "bf16" (the --halo-dtype spellings); throws ParamError naming the expected ones.
+HaloDtype parse_halo_dtype(std::string_view s);
+// The --halo-dtype spelling of d, as logs and checkpoints record it.
+const char* to_string(HaloDtype d);
 
 struct ExchangeStats {
   std::int64_t bytes_sent = 0;  // halo payload posted by this rank

@@ -10,36 +10,60 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/types.h"
 
 namespace halo {
 
 class Communicator;
 
+// The --model of `halo tgn train`: TGN, JODIE (TGN with the time embedding) or EdgeBank.
+enum class TgnModel { kTgn, kJodie, kEdgebank };
+// A node's messages between two memory updates: the latest, or their mean.
+enum class TgnAggregator { kLast, kMean };
+// How ranks share a run: one replicated model, or a memory per time segment.
+enum class TgnParallel { kExact, kSegments };
+// Which earlier events the attention sees: before each event, or before its batch.
+enum class TgnNeighborsBefore { kEvent, kBatch };
+
+// Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
+// to_string gives the spelling back, as checkpoint keys and messages record it.
+TgnModel parse_tgn_model(std::string_view s);                          // tgn | jodie | edgebank
+TgnEmbedding parse_tgn_embedding(std::string_view s);                  // attn | identity | time
+TgnAggregator parse_tgn_aggregator(std::string_view s);                // last | mean
+TgnParallel parse_tgn_parallel(std::string_view s);                    // exact | segments
+TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s);     // event | batch
+const char* to_string(TgnModel m);
+const char* to_string(TgnEmbedding e);
+const char* to_string(TgnAggregator a);
+const char* to_string(TgnParallel p);
+const char* to_string(TgnNeighborsBefore n);
+
 struct TgnOptions {
-  std::string model = "tgn";  // tgn | jodie (tgn with the time embedding) | edgebank
+  TgnModel model = TgnModel::kTgn;
   // How memories become embeddings: attn (TGN's temporal graph attention over neighbours),
   // identity (the memory itself) or time (JODIE's projection: memory ⊙ (1 + w δ + b), δ the
   // standardised time since the node's memory last changed). identity and time use the memory
   // width as the embedding width.
-  std::string embedding = "attn";
+  TgnEmbedding embedding = TgnEmbedding::kAttention;
   // A node's messages between two of its memory updates: last (the latest wins, TGN's default)
   // or mean (their average, time encodings included).
-  std::string aggregator = "last";
+  TgnAggregator aggregator = TgnAggregator::kLast;
   // Across ranks: exact (every rank takes a slice of every batch against one replicated memory:
   // the same model as one process) or segments (DistTGL-style: rank r trains on the r-th time
   // segment of the training events with its own memory, gradients averaged; K times fewer
   // steps per epoch, at an accuracy cost the benchmarks measure).
-  std::string parallel = "exact";
+  TgnParallel parallel = TgnParallel::kExact;
   std::int64_t memory_dim = 100, embed_dim = 100, time_dim = 100;
   int neighbors = 10, heads = 2;
   // Which earlier events the attention may see: "event" (TGN's protocol: events strictly before
   // each event's own time, so earlier events of the same batch count) or "batch" (only events
   // before the batch: a batch's own events never change its predictions). The memory is
   // updated per batch either way.
-  std::string neighbors_before = "event";
+  TgnNeighborsBefore neighbors_before = TgnNeighborsBefore::kEvent;
   std::int64_t batch_size = 200;
   int epochs = 10;
   float lr = 1e-4f;   // TGN's default

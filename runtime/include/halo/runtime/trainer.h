@@ -10,11 +10,23 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halo/gnn/model.h"
+#include "halo/runtime/halo_exchange.h"
 
 namespace halo {
+
+// Where training runs: the CPU, the GPU, or the GPU when one is visible (else the CPU).
+enum class DeviceChoice { kCpu, kCuda, kAuto };
+// "cpu" | "cuda" | "auto" (the --device spellings); throws ParamError naming the expected ones.
+DeviceChoice parse_device_choice(std::string_view s);
+// The --device spelling of d, for messages.
+const char* to_string(DeviceChoice d);
+
+// How an injected fault fails its rank: an exception, SIGKILL, or a hang.
+enum class FaultMode { kThrow, kKill, kHang };
 
 struct TrainOptions {
   ModelConfig model;               // kind, layers, hidden, dropout, input_dropout, batch_norm
@@ -35,16 +47,17 @@ struct TrainOptions {
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;              // no per-epoch lines
   bool profile = false;            // time every kernel and print the table at the end
-  std::string device = "cpu";      // cpu | cuda | auto (cuda when a GPU is visible)
-  std::string matmul_precision = "fp32";  // fp32 | tf32 (CUDA) | bf16: the products' inputs
+  DeviceChoice device = DeviceChoice::kCpu;
+  // tf32 (CUDA) | bf16: the products' inputs.
+  MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
-  std::string halo_dtype = "f32";  // f32 | bf16: payload of the halo exchange
+  HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
   int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
   // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang]): that rank fails at the start
   // of that epoch, to prove a failure ends the whole job.
   struct Fault {
     int rank = -1, epoch = 0;
-    std::string mode = "throw";
+    FaultMode mode = FaultMode::kThrow;
   } fault;
 
   // Throws ParamError for out-of-range values.
