@@ -14,9 +14,10 @@ namespace halo {
 
 static_assert(sizeof(idx_t) == sizeof(NodeId), "METIS must be built with 32-bit idx_t");
 
-std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& o) {
-  const CsrView g = d.graph.view();
-  const std::int64_t n = g.num_nodes;
+namespace {
+
+// Refuses what METIS cannot take, each with the flag or conversion that fixes it.
+void check_metis_input(const GraphDataset& d, const CsrView& g, const PartitionOptions& o) {
   if (g.num_edges() > std::numeric_limits<idx_t>::max())
     throw ParamError("graph has " + std::to_string(g.num_edges()) +
                      " stored edges, more than METIS's 32-bit idx_t can index; use --method fennel");
@@ -28,8 +29,12 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
       throw ParamError("--contiguous needs a connected graph; this one has " +
                        std::to_string(components) + " connected components");
   }
+}
 
-  // Vertex weights: one constraint per --balance key.
+// Vertex weights, one constraint per --balance key (empty: METIS's unit weights); sets *ncon.
+std::vector<idx_t> vertex_weights(const GraphDataset& d, const CsrView& g, const PartitionOptions& o,
+                                  int* ncon_out) {
+  const std::int64_t n = g.num_nodes;
   std::vector<std::string> keys;
   for (std::size_t s = 0; s <= o.balance.size();) {
     const std::size_t e = std::min(o.balance.find(',', s), o.balance.size());
@@ -67,15 +72,23 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
   } else {
     ncon = 1;
   }
+  *ncon_out = ncon;
+  return vwgt;
+}
 
-  std::vector<idx_t> xadj(std::size_t(n) + 1);
-  for (std::int64_t v = 0; v <= n; ++v) xadj[std::size_t(v)] = idx_t(g.offsets[v]);
+// Edge weights rounded to METIS's integers, at least 1 (empty for an unweighted graph).
+std::vector<idx_t> edge_weights(const CsrView& g) {
   std::vector<idx_t> adjwgt;
   if (g.values) {
     adjwgt.resize(std::size_t(g.num_edges()));
     for (EdgeId e = 0; e < g.num_edges(); ++e)
       adjwgt[std::size_t(e)] = idx_t(std::max(1.0, std::round(double(g.values[e]))));
   }
+  return adjwgt;
+}
+
+// --part-weights as METIS's target fractions, the same for every constraint (empty: equal parts).
+std::vector<real_t> target_weights(const PartitionOptions& o, int ncon) {
   std::vector<real_t> tpwgts;
   if (!o.part_weights.empty()) {
     const std::vector<double> t = o.targets();
@@ -83,6 +96,21 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
     for (int p = 0; p < o.k; ++p)
       for (int c = 0; c < ncon; ++c) tpwgts[std::size_t(p) * std::size_t(ncon) + std::size_t(c)] = real_t(t[std::size_t(p)]);
   }
+  return tpwgts;
+}
+
+}  // namespace
+
+std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& o) {
+  const CsrView g = d.graph.view();
+  const std::int64_t n = g.num_nodes;
+  check_metis_input(d, g, o);
+  int ncon = 0;
+  std::vector<idx_t> vwgt = vertex_weights(d, g, o, &ncon);
+  std::vector<idx_t> xadj(std::size_t(n) + 1);
+  for (std::int64_t v = 0; v <= n; ++v) xadj[std::size_t(v)] = idx_t(g.offsets[v]);
+  std::vector<idx_t> adjwgt = edge_weights(g);
+  std::vector<real_t> tpwgts = target_weights(o, ncon);
 
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);

@@ -182,7 +182,10 @@ std::int64_t process_overhead_bytes(int ranks) {
   return kProcess + (ranks > 1 ? kMpi : 0);
 }
 
-MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
+namespace {
+
+// Throws ParamError on a shape no rank can have.
+void check_shapes(const RankShape& r, const ModelShape& m) {
   if (r.owned < 0 || r.halo < 0 || r.nnz < 0 || r.send_rows < 0 || r.features < 0 ||
       r.label_cols < 0 || r.train_rows < 0 || r.split_rows < 0 || r.global_nodes < 0 ||
       r.global_split_rows < 0)
@@ -191,13 +194,12 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
     throw ParamError("memory model: bad rank or rank count");
   if (m.layers < 1 || m.hidden < 1 || m.out < 0)
     throw ParamError("memory model: layers and hidden must be >= 1");
-  const std::int64_t n = r.owned, all = r.owned + r.halo, e = r.nnz, s = r.send_rows,
-                     f = r.features;
-  const std::int64_t w = m.hidden, c = m.out, t = r.label_cols;
-  const int L = m.layers;
-  const bool exchanges = r.ranks > 1;
-  const bool drop = m.dropout > 0;
+}
 
+// Each layer's input and output widths, and which of its kernels runs first.
+std::vector<LayerShape> layer_shapes(const RankShape& r, const ModelShape& m) {
+  const std::int64_t f = r.features, w = m.hidden, c = m.out;
+  const int L = m.layers;
   std::vector<LayerShape> layers(static_cast<std::size_t>(L));
   for (int l = 0; l < L; ++l) {
     LayerShape& x = layers[std::size_t(l)];
@@ -206,9 +208,14 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
     x.transform_first = x.out <= x.in;
     x.bn = m.batch_norm && l + 1 < L;
   }
+  return layers;
+}
 
-  MemoryEstimate est;
-
+// The mapped inputs training reads and the sparse operators built from them.
+void input_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
+  const std::int64_t n = r.owned, all = r.owned + r.halo, e = r.nnz, s = r.send_rows,
+                     f = r.features, t = r.label_cols;
+  const bool drop = m.dropout > 0;
   // features.bin (or the dataset's), mapped: the first layer reads every owned row.
   // --norm-features: the trainer's row-normalised copy (xnorm).
   est.features = kFloat * n * f * (m.norm_features ? 2 : 1);
@@ -229,8 +236,15 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
   // row) and its transpose over all rows: int64 offsets, int32 indices, float values each.
   const std::int64_t op_nnz = m.sage ? e : e + n;
   est.op = kOffset * (n + 1) + kOffset * (all + 1) + 2 * (kFloat + kFloat) * op_nnz;
+}
 
-  // Model::forward's memory plan (gnn/src/model.cc): slabs sized once, reused every epoch.
+// Activations: the forward pass's slabs, sized once and reused every epoch.
+std::int64_t activation_bytes(const RankShape& r, const ModelShape& m,
+                              const std::vector<LayerShape>& layers) {
+  const std::int64_t n = r.owned, all = r.owned + r.halo, f = r.features, w = m.hidden, c = m.out;
+  const int L = m.layers;
+  const bool drop = m.dropout > 0;
+  // Model::forward's memory plan (gnn/src/model.cc).
   std::int64_t act = 0;
   // Layer::saved: one all x W slab per hidden layer (x-hat or output, then d(T) in backward).
   act += kFloat * all * w * (L - 1);
@@ -241,15 +255,78 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
   if (m.input_dropout && drop) act += kFloat * n * f;          // Model::x_drop_
   if (m.sage && m.batch_norm && L > 1) act += kFloat * n * w;  // Work::act (SAGE's BN outputs)
   act += kFloat * n * c;                                       // Work::logits
-  est.activations = act;
+  return act;
+}
 
+// Gradients between layers and of the logits.
+std::int64_t gradient_bytes(const RankShape& r, const ModelShape& m) {
+  const std::int64_t n = r.owned, all = r.owned + r.halo, w = m.hidden, c = m.out;
+  const int L = m.layers;
   std::int64_t grad = 0;
   if (L > 1) grad += kFloat * all * w;  // Work::grad[0]: gradients between layers, T in forward
   if (m.sage && L > 1) grad += kFloat * all * w;  // Work::grad[1]: SAGE ping-pongs
   grad += kFloat * all * c;                       // Work::tail: the last layer's T, then d(T)
   grad += kFloat * n * c;                         // the trainer's dlogits
-  est.gradients = grad;
+  return grad;
+}
 
+// Parameters with their optimiser state and copies, and batch-norm vectors.
+std::int64_t weight_bytes(const ModelShape& m, const std::vector<LayerShape>& layers, bool exchanges) {
+  // Parameters (value, grad, Adam m and v), the fused all-reduce buffer, the best epoch's model
+  // (RunState::best) and the temporary model_values builds to replace it, batch-norm vectors.
+  std::int64_t params = 0, bn_buffers = 0;
+  for (const LayerShape& x : layers) {
+    // W (and SAGE's W_root), then b, or batch norm's gamma and beta in its place.
+    params += x.in * x.out * (m.sage ? 2 : 1) + (x.bn ? 2 * x.out : x.out);
+    // Running mean and variance: checkpointed, and part of the best model.
+    if (x.bn) bn_buffers += 2 * x.out;
+  }
+  // Batch mean and inv_std, and the zeros and ones rebuild_output normalises with.
+  const std::int64_t bn_scratch = 2 * bn_buffers;
+  return kFloat * (4 * params + (exchanges ? params : 0) + 2 * (params + bn_buffers) +
+                          bn_buffers + bn_scratch);
+}
+
+// Short-lived buffers alive at the peak.
+std::int64_t transient_bytes(const RankShape& r, const ModelShape& m) {
+  const std::int64_t n = r.owned, w = m.hidden, c = m.out, t = r.label_cols;
+  // Short-lived buffers live at the peak: the larger of the loss's per-row vector and the
+  // per-block column partials of batch norm (2 doubles per column per 256 rows); multi-label
+  // metrics keep scores and labels of the largest split set, and rank 0 gathers every rank's.
+  std::int64_t tr = r.train_rows * (m.multilabel ? 16 : 8);
+  if (m.batch_norm) tr = std::max(tr, ceil_div(n, 256) * w * 2 * 8);
+  tr = std::max(tr, ceil_div(n, 256) * c * 8);  // column_sums of d(logits) (the last bias)
+  if (m.multilabel) {
+    const std::int64_t largest = std::max(r.train_rows, r.split_rows - r.train_rows);
+    tr += 8 * largest * t + (r.rank == 0 ? 8 * r.global_split_rows * t : 0);
+  }
+  return tr;
+}
+
+// --predictions-out's buffers, 0 without it.
+std::int64_t prediction_bytes(const RankShape& r, const ModelShape& m) {
+  const std::int64_t n = r.owned, t = r.label_cols;
+  // --predictions-out, after the last epoch with the model alive: every rank's ids (and classes),
+  // rank 0 the gathered ids and values and the output array.
+  if (!m.predictions) return 0;
+  const std::int64_t g = std::max(r.global_nodes, n);
+  if (m.multilabel) return kFloat * n + (r.rank == 0 ? kFloat * g + 2 * kFloat * g * t : 0);
+  // rank 0: classes, ids, gathered ids and classes, int64 output; others: argmax + classes
+  return r.rank == 0 ? 2 * kFloat * n + 16 * g : 12 * n;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
+  check_shapes(r, m);
+  const std::vector<LayerShape> layers = layer_shapes(r, m);
+  const bool exchanges = r.ranks > 1;
+  const bool drop = m.dropout > 0;
+  const std::int64_t s = r.send_rows;
+  MemoryEstimate est;
+  input_terms(r, m, est);
+  est.activations = activation_bytes(r, m, layers);
+  est.gradients = gradient_bytes(r, m);
   // HaloExchanger's payload buffers (runtime/src/halo_exchange.cc), CPU backend over MPI: the
   // peak of a replay of its buffer calls over the first epochs and an evaluation (see
   // exchange_peak), since a buffer that grows holds its old block while the new one fills.
@@ -264,42 +341,9 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
     est.exchange = exchange_peak(widths, static_first, s, r.halo, m.halo_bf16, m.halo_staleness);
   }
 
-  // Parameters (value, grad, Adam m and v), the fused all-reduce buffer, the best epoch's model
-  // (RunState::best) and the temporary model_values builds to replace it, batch-norm vectors.
-  std::int64_t params = 0, bn_buffers = 0;
-  for (const LayerShape& x : layers) {
-    // W (and SAGE's W_root), then b, or batch norm's gamma and beta in its place.
-    params += x.in * x.out * (m.sage ? 2 : 1) + (x.bn ? 2 * x.out : x.out);
-    // Running mean and variance: checkpointed, and part of the best model.
-    if (x.bn) bn_buffers += 2 * x.out;
-  }
-  // Batch mean and inv_std, and the zeros and ones rebuild_output normalises with.
-  const std::int64_t bn_scratch = 2 * bn_buffers;
-  est.weights = kFloat * (4 * params + (exchanges ? params : 0) + 2 * (params + bn_buffers) +
-                          bn_buffers + bn_scratch);
-
-  // Short-lived buffers live at the peak: the larger of the loss's per-row vector and the
-  // per-block column partials of batch norm (2 doubles per column per 256 rows); multi-label
-  // metrics keep scores and labels of the largest split set, and rank 0 gathers every rank's.
-  std::int64_t tr = r.train_rows * (m.multilabel ? 16 : 8);
-  if (m.batch_norm) tr = std::max(tr, ceil_div(n, 256) * w * 2 * 8);
-  tr = std::max(tr, ceil_div(n, 256) * c * 8);  // column_sums of d(logits) (the last bias)
-  if (m.multilabel) {
-    const std::int64_t largest = std::max(r.train_rows, r.split_rows - r.train_rows);
-    tr += 8 * largest * t + (r.rank == 0 ? 8 * r.global_split_rows * t : 0);
-  }
-  est.transient = tr;
-
-  // --predictions-out, after the last epoch with the model alive: every rank's ids (and classes),
-  // rank 0 the gathered ids and values and the output array.
-  if (m.predictions) {
-    const std::int64_t g = std::max(r.global_nodes, n);
-    if (m.multilabel)
-      est.predictions = kFloat * n + (r.rank == 0 ? kFloat * g + 2 * kFloat * g * t : 0);
-    else  // rank 0: classes, ids, gathered ids and classes, int64 output; others: argmax + classes
-      est.predictions = r.rank == 0 ? 2 * kFloat * n + 16 * g : 12 * n;
-  }
-
+  est.weights = weight_bytes(m, layers, exchanges);
+  est.transient = transient_bytes(r, m);
+  est.predictions = prediction_bytes(r, m);
   est.overhead = process_overhead_bytes(r.ranks);
   return est;
 }
