@@ -130,7 +130,8 @@ void expect_input_error(Fn&& fn, std::initializer_list<std::string> parts) {
     ADD_FAILURE() << "expected an InputError";
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
   }
 }

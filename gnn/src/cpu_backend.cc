@@ -25,7 +25,8 @@ constexpr std::int64_t kBlock = 256;  // rows per reduction block
 
 // Column reduction over row blocks: per-block partials combined in block order.
 template <class Fn>
-void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* const* out, Fn&& fn) {
+void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* const* out,
+                    Fn&& fn) {
   const std::int64_t blocks = (rows + kBlock - 1) / kBlock;
   std::vector<double> part(std::size_t(blocks * cols * outputs), 0.0);
 #pragma omp parallel for schedule(static)
@@ -36,16 +37,20 @@ void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* c
   for (int o = 0; o < outputs; ++o) std::fill(out[o], out[o] + cols, 0.0);
   for (std::int64_t b = 0; b < blocks; ++b)
     for (int o = 0; o < outputs; ++o)
-      for (std::int64_t c = 0; c < cols; ++c) out[o][c] += part[std::size_t((b * outputs + o) * cols + c)];
+      for (std::int64_t c = 0; c < cols; ++c)
+        out[o][c] += part[std::size_t((b * outputs + o) * cols + c)];
 }
 
 }  // namespace
 
 void CpuBackend::set_matmul_precision(MatmulPrecision p) {
   if (p == MatmulPrecision::kTf32)
-    throw SystemError("--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
+    throw SystemError(
+        "--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
   if (p == MatmulPrecision::kBf16 && !detail::bf16_gemm_supported())
-    throw SystemError("--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use fp32");
+    throw SystemError(
+        "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
+        "fp32");
   precision_ = p;
 }
 
@@ -53,17 +58,22 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
                       float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
-  if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C)) return;
+  if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C))
+    return;
   // Tall FP32 products: halo's AVX-512 kernel (a quarter under OpenBLAS's time on the full-graph
   // shapes); HALO_GEMM=openblas keeps them in OpenBLAS (for comparisons).
   static const bool fp32_kernel = [] {
     const char* env = std::getenv("HALO_GEMM");
     return detail::fp32_gemm_supported() && !(env && std::string(env) == "openblas");
   }();
-  if (precision_ == MatmulPrecision::kFp32 && fp32_kernel && detail::gemm_fp32(ta, tb, alpha, A, B, beta, C)) return;
+  if (precision_ == MatmulPrecision::kFp32 && fp32_kernel &&
+      detail::gemm_fp32(ta, tb, alpha, A, B, beta, C))
+    return;
   if (k == 0) {
-    if (beta == 0) fill(C, 0);
-    else for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;
+    if (beta == 0)
+      fill(C, 0);
+    else
+      for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;
     return;
   }
   // Tall outputs go in row blocks: OpenBLAS packs the tall operand in panels up to the size of
@@ -75,8 +85,9 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
   for (std::int64_t r = 0; r < m; r += step) {
     const std::int64_t rows = std::min(step, m - r);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(rows), blasint(n), blasint(k), alpha, A.data + (ta ? 0 : r * A.cols), blasint(A.cols), B.data,
-                blasint(B.cols), beta, C.data + r * C.cols, blasint(C.cols));
+                blasint(rows), blasint(n), blasint(k), alpha, A.data + (ta ? 0 : r * A.cols),
+                blasint(A.cols), B.data, blasint(B.cols), beta, C.data + r * C.cols,
+                blasint(C.cols));
   }
 }
 
@@ -131,8 +142,10 @@ inline void philox_x8(PhiloxKey key, __m256i& c0, __m256i& c1, __m256i& c2, __m2
   const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)), m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
   std::uint32_t k0 = key.k0, k1 = key.k1;
   for (int round = 0; round < 10; ++round) {
-    const __m256i p0e = _mm256_mul_epu32(c0, m0), p0o = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
-    const __m256i p1e = _mm256_mul_epu32(c2, m1), p1o = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
+    const __m256i p0e = _mm256_mul_epu32(c0, m0),
+                  p0o = _mm256_mul_epu32(_mm256_srli_epi64(c0, 32), m0);
+    const __m256i p1e = _mm256_mul_epu32(c2, m1),
+                  p1o = _mm256_mul_epu32(_mm256_srli_epi64(c2, 32), m1);
     const __m256i hi0 = _mm256_blend_epi32(_mm256_srli_epi64(p0e, 32), p0o, 0xAA);
     const __m256i lo0 = _mm256_blend_epi32(p0e, _mm256_slli_epi64(p0o, 32), 0xAA);
     const __m256i hi1 = _mm256_blend_epi32(_mm256_srli_epi64(p1e, 32), p1o, 0xAA);
@@ -155,8 +168,9 @@ namespace {
 // the same bits.
 // bits (null: none) holds the row's keep mask, ceil(cols / 64) words: with replay the mask is read
 // from it instead of the RNG, otherwise it is recorded there.
-inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey key, std::uint32_t threshold,
-                        float scale, std::uint64_t* bits = nullptr, bool replay = false) {
+inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey key,
+                        std::uint32_t threshold, float scale, std::uint64_t* bits = nullptr,
+                        bool replay = false) {
   std::int64_t c = 0;
 #if defined(__AVX2__)
   // 64 columns per 8 Philox calls (the layout of dropout_u16), masks applied 8 lanes at a time;
@@ -173,7 +187,8 @@ inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey
     } else {
       w[0] = _mm256_set1_epi32(int(std::uint32_t(id)));
       w[1] = _mm256_set1_epi32(int(std::uint32_t(id >> 32)));
-      w[2] = _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      w[2] = _mm256_add_epi32(_mm256_set1_epi32(int(c / 64 * 8)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
       w[3] = _mm256_setzero_si256();
       philox_x8(key, w[0], w[1], w[2], w[3]);
     }
@@ -182,7 +197,8 @@ inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey
         const int shift = half * 32 + j * 8;
         __m256 keep;
         if (replay) {
-          const __m256i m = _mm256_and_si256(_mm256_set1_epi32(int((word >> shift) & 0xffu)), lane_bit);
+          const __m256i m =
+              _mm256_and_si256(_mm256_set1_epi32(int((word >> shift) & 0xffu)), lane_bit);
           keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(m, lane_bit));
         } else {
           const __m256i u = half ? _mm256_srli_epi32(w[j], 16) : _mm256_and_si256(w[j], low16);
@@ -212,8 +228,9 @@ inline void dropout_row(float* y, std::int64_t cols, std::uint64_t id, PhiloxKey
 // max(y, 0) with Relu. The one expression batch_norm_apply and the fused op share, so their
 // outputs are the same bits.
 template <bool Relu>
-inline void batch_norm_row(const float* x, const float* mean, const float* inv_std, const float* gamma,
-                           const float* beta, float* h, float* y, std::int64_t cols) {
+inline void batch_norm_row(const float* x, const float* mean, const float* inv_std,
+                           const float* gamma, const float* beta, float* h, float* y,
+                           std::int64_t cols) {
   for (std::int64_t c = 0; c < cols; ++c) {
     const float n = (x[c] - mean[c]) * inv_std[c];
     if (h) h[c] = n;
@@ -235,14 +252,21 @@ struct RowDropout {
   bool replay;
 
   RowDropout(float p_, PhiloxKey key_, const NodeId* row_ids_, std::int64_t cols_, KeepBits* bits_)
-      : p(p_), scale(p_ > 0.f ? 1.f / (1.f - p_) : 1.f), threshold(p_ > 0.f ? dropout_threshold(p_) : 0), key(key_),
-        row_ids(row_ids_), cols(cols_), words((cols_ + 63) / 64), bits(bits_),
-        keep(bits_ && p_ > 0.f ? bits_->words : nullptr), replay(keep && bits_->filled) {}
+      : p(p_),
+        scale(p_ > 0.f ? 1.f / (1.f - p_) : 1.f),
+        threshold(p_ > 0.f ? dropout_threshold(p_) : 0),
+        key(key_),
+        row_ids(row_ids_),
+        cols(cols_),
+        words((cols_ + 63) / 64),
+        bits(bits_),
+        keep(bits_ && p_ > 0.f ? bits_->words : nullptr),
+        replay(keep && bits_->filled) {}
   // Row r (its values at y) in place; nothing when p = 0.
   void apply(float* y, std::int64_t r) const {
     if (p <= 0.f) return;
-    dropout_row(y, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold, scale,
-                keep ? keep + r * words : nullptr, replay);
+    dropout_row(y, cols, row_ids ? std::uint64_t(row_ids[r]) : std::uint64_t(r), key, threshold,
+                scale, keep ? keep + r * words : nullptr, replay);
   }
   // After every row: a recorded mask is now there to replay.
   void finish() const {
@@ -259,24 +283,27 @@ void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const Node
   for (std::int64_t r = 0; r < Y.rows; ++r) drop.apply(Y.row(r), r);
 }
 
-void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
-                                         const float* gamma, const float* beta, const MatrixView* xhat,
-                                         const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
-                                         KeepBits* bits) {
+void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
+                                         const float* inv_std, const float* gamma,
+                                         const float* beta, const MatrixView* xhat,
+                                         const MatrixView& Y, float p, PhiloxKey key,
+                                         const NodeId* row_ids, KeepBits* bits) {
   // One pass instead of three: each output row is finished while it is in L1. The arithmetic is
   // batch_norm_apply's, relu's and dropout_row's, in their order, so the bits are theirs.
   const RowDropout drop(p, key, row_ids, Y.cols, bits);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r) {
-    batch_norm_row<true>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr, Y.row(r), X.cols);
+    batch_norm_row<true>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr,
+                         Y.row(r), X.cols);
     drop.apply(Y.row(r), r);
   }
   drop.finish();
 }
 
-void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
-                                                  float p, PhiloxKey key, const NodeId* row_ids,
-                                                  const MatrixView& dY, double* sum_dy, double* sum_dy_xhat,
+void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                                  const float* beta, float p, PhiloxKey key,
+                                                  const NodeId* row_ids, const MatrixView& dY,
+                                                  double* sum_dy, double* sum_dy_xhat,
                                                   KeepBits* bits) {
   const RowDropout drop(p, key, row_ids, dY.cols, bits);
   double* outs[2] = {sum_dy, sum_dy_xhat};
@@ -312,7 +339,8 @@ void CpuBackend::batch_norm_apply(const MatrixView& X, const float* mean, const 
                                   const MatrixView& Y) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r)
-    batch_norm_row<false>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr, Y.row(r), X.cols);
+    batch_norm_row<false>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr,
+                          Y.row(r), X.cols);
 }
 
 void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
@@ -329,8 +357,8 @@ void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xh
   });
 }
 
-void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
-                                     const float* inv_std, const float* mean_dy,
+void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
+                                     const float* gamma, const float* inv_std, const float* mean_dy,
                                      const float* mean_dy_xhat, const MatrixView& dX) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < dY.rows; ++r) {
@@ -342,15 +370,16 @@ void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xha
   }
 }
 
-double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
-                                std::int64_t nrows, double denom, const MatrixView& dlogits,
-                                std::int64_t* counted) {
+double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                                const NodeId* rows, std::int64_t nrows, double denom,
+                                const MatrixView& dlogits, std::int64_t* counted) {
   fill(dlogits, 0.f);
   std::vector<double> loss(std::size_t(nrows), 0.0);
   const std::int64_t k = logits.cols;
 #pragma omp parallel
   {
-    std::vector<double> e(static_cast<std::size_t>(k));  // one exp per logit, reused for the gradient
+    std::vector<double> e(
+        static_cast<std::size_t>(k));  // one exp per logit, reused for the gradient
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < nrows; ++i) {
       const NodeId r = rows[i];
@@ -379,9 +408,9 @@ double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* la
   return total;
 }
 
-double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
-                              std::int64_t nrows, double denom, const MatrixView& dlogits,
-                              std::int64_t* counted) {
+double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                              const NodeId* rows, std::int64_t nrows, double denom,
+                              const MatrixView& dlogits, std::int64_t* counted) {
   fill(dlogits, 0.f);
   const std::int64_t t = logits.cols;
   std::vector<double> loss(std::size_t(nrows), 0.0);
@@ -411,7 +440,8 @@ double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labe
   return total;
 }
 
-void CpuBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {
+void CpuBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                      const AdamStep& s) {
   const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
   const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
   const float step_size = float(double(s.lr) / bc1);

@@ -18,12 +18,11 @@
 //   columns instead of columns alone.
 // - dropout draws dropout_u16 exactly (one Philox call per 8 columns, as the CPU's AVX2 path),
 //   so masks are bitwise the CPU's.
-#include <cub/device/device_radix_sort.cuh>
-
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cub/device/device_radix_sort.cuh>
 #include <string>
 #include <vector>
 
@@ -46,18 +45,18 @@ void check_launch() {
 namespace {
 
 constexpr int kThreads = 256;
-static_assert(kThreads % 32 == 0 && (kThreads & (kThreads - 1)) == 0,
-              "the one-warp-per-row kernels and the partial-sum tree need whole warps and a power of two");
-constexpr std::int64_t kReduceRows = 256;    // least rows per partial in column reductions
-constexpr std::int64_t kMaxPartials = 2048;  // most partials per column (bounds the second pass)
-constexpr std::int64_t kLossChunk = 4096;    // rows per partial in loss sums
+static_assert(
+    kThreads % 32 == 0 && (kThreads & (kThreads - 1)) == 0,
+    "the one-warp-per-row kernels and the partial-sum tree need whole warps and a power of two");
+constexpr std::int64_t kReduceRows = 256;     // least rows per partial in column reductions
+constexpr std::int64_t kMaxPartials = 2048;   // most partials per column (bounds the second pass)
+constexpr std::int64_t kLossChunk = 4096;     // rows per partial in loss sums
 constexpr std::int64_t kMaxBlocks = 1 << 20;  // grid cap; kernels loop with a grid stride
 
 unsigned grid_for(std::int64_t n, int threads = kThreads) {
   const std::int64_t b = (n + threads - 1) / threads;
   return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
 }
-
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
@@ -79,7 +78,9 @@ std::int64_t reduce_block_rows(std::int64_t rows) {
   return std::max(kReduceRows, (rows + kMaxPartials - 1) / kMaxPartials);
 }
 
-__device__ inline std::int64_t grid_start() { return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline std::int64_t grid_start() {
+  return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
 __device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * blockDim.x; }
 
 // ---- element-wise ---------------------------------------------------------------------------
@@ -88,10 +89,12 @@ __device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * 
 // 2^32 elements: 2.45 M rows x 256 is 627 M), since a 64-bit division is a software routine of
 // tens of instructions on the GPU, comparable to the memory time of these kernels.
 __device__ inline std::int64_t div_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) / std::uint32_t(d)) : i / d;
+  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) / std::uint32_t(d))
+                                                : i / d;
 }
 __device__ inline std::int64_t mod_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) % std::uint32_t(d)) : i % d;
+  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) % std::uint32_t(d))
+                                                : i % d;
 }
 
 __global__ void add_bias_kernel(float* y, const float* b, std::int64_t n, std::int64_t cols) {
@@ -115,15 +118,16 @@ __global__ void unpack_bf16_kernel(const std::uint16_t* src, float* dst, std::in
 }
 
 __global__ void relu_kernel(float* y, std::int64_t n) {
-  for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] = y[i] < 0.f ? 0.f : y[i];  // std::max(y, 0.f)
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride())
+    y[i] = y[i] < 0.f ? 0.f : y[i];  // std::max(y, 0.f)
 }
 
 __global__ void relu_backward_kernel(const float* y, float* dy, std::int64_t n) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dy[i] = y[i] > 0.f ? dy[i] : 0.f;
 }
 
-__global__ void bn_relu_backward_kernel(const float* xhat, const float* gamma, const float* beta, float* dy,
-                                        std::int64_t n, std::int64_t cols) {
+__global__ void bn_relu_backward_kernel(const float* xhat, const float* gamma, const float* beta,
+                                        float* dy, std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
     const std::int64_t c = mod_of(i, cols);
     const float y = xhat[i] * gamma[c] + beta[c];
@@ -161,8 +165,8 @@ __global__ void dropout_kernel(float* y, std::int64_t rows, std::int64_t cols, f
 }
 
 __global__ void batch_norm_apply_kernel(const float* x, const float* mean, const float* inv_std,
-                                        const float* gamma, const float* beta, float* xhat, float* y,
-                                        std::int64_t n, std::int64_t cols) {
+                                        const float* gamma, const float* beta, float* xhat,
+                                        float* y, std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
     const std::int64_t c = mod_of(i, cols);
     const float v = (x[i] - mean[c]) * inv_std[c];
@@ -181,8 +185,9 @@ __global__ void batch_norm_backward_kernel(const float* dy, const float* xhat, c
   }
 }
 
-__global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::int64_t n, float beta1,
-                            float beta2, float eps, float weight_decay, float step_size, float bc2_sqrt) {
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::int64_t n,
+                            float beta1, float beta2, float eps, float weight_decay,
+                            float step_size, float bc2_sqrt) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) {
     const float gi = g[i] + weight_decay * p[i];
     const float mi = beta1 * m[i] + (1.f - beta1) * gi;
@@ -207,15 +212,17 @@ __global__ void iota_kernel(std::int32_t* v, std::int64_t n) {
 
 // keys: destinations sorted stably, order: the source row of each. The thread at the first
 // position of a destination's run adds the run's rows in order (the CPU's order).
-__global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys, const std::int32_t* order,
-                                          float* dst, std::int64_t n, std::int64_t cols) {
+__global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys,
+                                          const std::int32_t* order, float* dst, std::int64_t n,
+                                          std::int64_t cols) {
   for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
     const std::int64_t j = div_of(t, cols), c = t - j * cols;
     const NodeId d = keys[j];
     if (j > 0 && keys[j - 1] == d) continue;
     float* out = dst + std::int64_t(d) * cols + c;
     float acc = *out;
-    for (std::int64_t k = j; k < n && keys[k] == d; ++k) acc += src[std::int64_t(order[k]) * cols + c];
+    for (std::int64_t k = j; k < n && keys[k] == d; ++k)
+      acc += src[std::int64_t(order[k]) * cols + c];
     *out = acc;
   }
 }
@@ -224,8 +231,9 @@ __global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys, 
 
 // Pass 1: part[(b * outputs + o) * cols + c] = the sum over rows of block b, in row order.
 template <int Kind>
-__global__ void column_partials_kernel(const float* a, const float* h, std::int64_t rows, std::int64_t cols,
-                                       std::int64_t block_rows, std::int64_t blocks, double* part) {
+__global__ void column_partials_kernel(const float* a, const float* h, std::int64_t rows,
+                                       std::int64_t cols, std::int64_t block_rows,
+                                       std::int64_t blocks, double* part) {
   constexpr int outputs = Kind == 0 ? 1 : 2;
   const std::int64_t c = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
@@ -342,8 +350,8 @@ __global__ void bce_logits_kernel(const float* z, std::int64_t t, const std::int
 }
 
 // Block b sums entries [b * kLossChunk, (b + 1) * kLossChunk) with a fixed tree.
-__global__ void sum_chunks_kernel(const double* v, const std::int32_t* cnt, std::int64_t n, double* psum,
-                                  long long* pcount) {
+__global__ void sum_chunks_kernel(const double* v, const std::int32_t* cnt, std::int64_t n,
+                                  double* psum, long long* pcount) {
   __shared__ double s[kThreads];
   __shared__ long long sc[kThreads];
   const std::int64_t begin = std::int64_t(blockIdx.x) * kLossChunk;
@@ -426,7 +434,8 @@ void CudaBackend::release() noexcept {
 
 const float* CudaBackend::upload(char* base, std::size_t at, const float* host, std::int64_t n) {
   float* d = reinterpret_cast<float*>(base + at);
-  HALO_CUDA_CHECK(cudaMemcpyAsync(d, host, sizeof(float) * std::size_t(n), cudaMemcpyHostToDevice, stream_));
+  HALO_CUDA_CHECK(
+      cudaMemcpyAsync(d, host, sizeof(float) * std::size_t(n), cudaMemcpyHostToDevice, stream_));
   return d;
 }
 
@@ -442,25 +451,29 @@ const double* CudaBackend::reduce_columns(const MatrixView& a, const float* h, f
   double* part = reinterpret_cast<double*>(base + part_at);
   double* out = out_f ? nullptr : reinterpret_cast<double*>(base + out_at);
   const int threads = int(std::min<std::int64_t>(kThreads, (cols + 31) / 32 * 32));
-  const dim3 grid(unsigned((cols + threads - 1) / threads), unsigned(std::min<std::int64_t>(blocks, 65535)));
-  column_partials_kernel<Kind><<<grid, threads, 0, stream_>>>(a.data, h, a.rows, cols, block_rows, blocks, part);
+  const dim3 grid(unsigned((cols + threads - 1) / threads),
+                  unsigned(std::min<std::int64_t>(blocks, 65535)));
+  column_partials_kernel<Kind>
+      <<<grid, threads, 0, stream_>>>(a.data, h, a.rows, cols, block_rows, blocks, part);
   check_launch();
-  combine_partials_kernel<<<grid_for(outputs * cols), kThreads, 0, stream_>>>(part, blocks, outputs * cols, out,
-                                                                             out_f);
+  combine_partials_kernel<<<grid_for(outputs * cols), kThreads, 0, stream_>>>(
+      part, blocks, outputs * cols, out, out_f);
   check_launch();
   return out;
 }
 
-double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, std::int64_t n, double* psum,
-                               long long* pcount, std::int64_t* counted) {
+double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, std::int64_t n,
+                               double* psum, long long* pcount, std::int64_t* counted) {
   const std::int64_t chunks = loss_chunks(n);
   std::vector<double> hs(std::size_t(chunks), 0.0);
   std::vector<long long> hc(std::size_t(chunks), 0);
   if (chunks > 0) {
     sum_chunks_kernel<<<unsigned(chunks), kThreads, 0, stream_>>>(loss, count, n, psum, pcount);
     check_launch();
-    HALO_CUDA_CHECK(cudaMemcpyAsync(hs.data(), psum, sizeof(double) * hs.size(), cudaMemcpyDeviceToHost, stream_));
-    HALO_CUDA_CHECK(cudaMemcpyAsync(hc.data(), pcount, sizeof(long long) * hc.size(), cudaMemcpyDeviceToHost, stream_));
+    HALO_CUDA_CHECK(cudaMemcpyAsync(hs.data(), psum, sizeof(double) * hs.size(),
+                                    cudaMemcpyDeviceToHost, stream_));
+    HALO_CUDA_CHECK(cudaMemcpyAsync(hc.data(), pcount, sizeof(long long) * hc.size(),
+                                    cudaMemcpyDeviceToHost, stream_));
   }
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
   double total = 0;
@@ -475,12 +488,13 @@ double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, st
 
 // ---- ops ------------------------------------------------------------------------------------
 
-void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
-                       const MatrixView& C) {
+void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                       float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    if (beta == 0) fill(C, 0);
+    if (beta == 0)
+      fill(C, 0);
     else {
       scale_kernel<<<grid_for(C.size()), kThreads, 0, stream_>>>(C.data, beta, C.size());
       check_launch();
@@ -488,21 +502,25 @@ void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const
     return;
   }
   for (std::int64_t d : {m, n, k, A.cols, B.cols})
-    if (d > INT_MAX) throw ParamError("CudaBackend::gemm: dimension " + std::to_string(d) + " exceeds cuBLAS's int range");
+    if (d > INT_MAX)
+      throw ParamError("CudaBackend::gemm: dimension " + std::to_string(d) +
+                       " exceeds cuBLAS's int range");
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is its
   // transpose in column-major, so B goes first with the same transpose flags, ld = its cols.
-  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (precision_ == MatmulPrecision::kFp32) {
-    HALO_CUBLAS_CHECK(cublasSgemm(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data, int(B.cols), A.data,
-                                  int(A.cols), &beta, C.data, int(C.cols)));
+    HALO_CUBLAS_CHECK(cublasSgemm(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data,
+                                  int(B.cols), A.data, int(A.cols), &beta, C.data, int(C.cols)));
     return;
   }
   // float32 storage, inputs rounded to TF32 or BF16 on the tensor cores, float32 sums.
-  const cublasComputeType_t compute =
-      precision_ == MatmulPrecision::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_FAST_16BF;
-  HALO_CUBLAS_CHECK(cublasGemmEx(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data, CUDA_R_32F, int(B.cols),
-                                 A.data, CUDA_R_32F, int(A.cols), &beta, C.data, CUDA_R_32F, int(C.cols), compute,
-                                 CUBLAS_GEMM_DEFAULT));
+  const cublasComputeType_t compute = precision_ == MatmulPrecision::kTf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F_FAST_16BF;
+  HALO_CUBLAS_CHECK(cublasGemmEx(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data,
+                                 CUDA_R_32F, int(B.cols), A.data, CUDA_R_32F, int(A.cols), &beta,
+                                 C.data, CUDA_R_32F, int(C.cols), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void CudaBackend::add_bias(const MatrixView& Y, const float* b) {
@@ -535,8 +553,8 @@ void CudaBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
 void CudaBackend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                    const MatrixView& dY) {
   if (xhat.size() == 0) return;
-  bn_relu_backward_kernel<<<grid_for(xhat.size()), kThreads, 0, stream_>>>(xhat.data, gamma, beta, dY.data,
-                                                                           xhat.size(), xhat.cols);
+  bn_relu_backward_kernel<<<grid_for(xhat.size()), kThreads, 0, stream_>>>(
+      xhat.data, gamma, beta, dY.data, xhat.size(), xhat.cols);
   check_launch();
 }
 
@@ -545,8 +563,8 @@ void CudaBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const Nod
   const float scale = 1.f / (1.f - p);
   const std::uint32_t threshold = dropout_threshold(p);
   const std::int64_t threads = Y.rows * ((Y.cols + 63) / 64) * 8;
-  dropout_kernel<<<grid_for(threads), kThreads, 0, stream_>>>(Y.data, Y.rows, Y.cols, scale, threshold, key,
-                                                              row_ids);
+  dropout_kernel<<<grid_for(threads), kThreads, 0, stream_>>>(Y.data, Y.rows, Y.cols, scale,
+                                                              threshold, key, row_ids);
   check_launch();
 }
 
@@ -559,14 +577,16 @@ void CudaBackend::column_moments(const MatrixView& X, double* sum, double* sumsq
     return;
   }
   const double* out = reduce_columns<1>(X, nullptr, nullptr);
-  HALO_CUDA_CHECK(cudaMemcpyAsync(sum, out, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost, stream_));
-  HALO_CUDA_CHECK(cudaMemcpyAsync(sumsq, out + cols, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost,
-                                  stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sum, out, sizeof(double) * std::size_t(cols),
+                                  cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sumsq, out + cols, sizeof(double) * std::size_t(cols),
+                                  cudaMemcpyDeviceToHost, stream_));
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std, const float* gamma,
-                                   const float* beta, const MatrixView* xhat, const MatrixView& Y) {
+void CudaBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                   const float* gamma, const float* beta, const MatrixView* xhat,
+                                   const MatrixView& Y) {
   if (X.size() == 0) return;
   const std::int64_t cols = X.cols;
   Layout lay;
@@ -590,14 +610,16 @@ void CudaBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& x
     return;
   }
   const double* out = reduce_columns<2>(dY, xhat.data, nullptr);
-  HALO_CUDA_CHECK(cudaMemcpyAsync(sum_dy, out, sizeof(double) * std::size_t(cols), cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(sum_dy, out, sizeof(double) * std::size_t(cols),
+                                  cudaMemcpyDeviceToHost, stream_));
   HALO_CUDA_CHECK(cudaMemcpyAsync(sum_dy_xhat, out + cols, sizeof(double) * std::size_t(cols),
                                   cudaMemcpyDeviceToHost, stream_));
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
-                                      const float* inv_std, const float* mean_dy, const float* mean_dy_xhat,
+void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
+                                      const float* gamma, const float* inv_std,
+                                      const float* mean_dy, const float* mean_dy_xhat,
                                       const MatrixView& dX) {
   if (dY.size() == 0) return;
   const std::int64_t cols = dY.cols;
@@ -609,13 +631,14 @@ void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xh
   const float* d_inv = upload(base, inv_at, inv_std, cols);
   const float* d_mdy = upload(base, mdy_at, mean_dy, cols);
   const float* d_mdx = upload(base, mdx_at, mean_dy_xhat, cols);
-  batch_norm_backward_kernel<<<grid_for(dY.size()), kThreads, 0, stream_>>>(dY.data, xhat.data, gamma, d_inv, d_mdy,
-                                                                           d_mdx, dX.data, dY.size(), cols);
+  batch_norm_backward_kernel<<<grid_for(dY.size()), kThreads, 0, stream_>>>(
+      dY.data, xhat.data, gamma, d_inv, d_mdy, d_mdx, dX.data, dY.size(), cols);
   check_launch();
 }
 
 template <class Launch>
-double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted, Launch&& launch) {
+double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted,
+                               Launch&& launch) {
   fill(dlogits, 0.f);
   if (nrows <= 0 || dlogits.cols == 0) {
     if (counted) *counted = 0;
@@ -636,51 +659,57 @@ double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, st
                     reinterpret_cast<long long*>(base + pcnt_at), counted);
 }
 
-double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t nrows, double denom, const MatrixView& dlogits,
-                                 std::int64_t* counted) {
+double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t nrows, double denom,
+                                 const MatrixView& dlogits, std::int64_t* counted) {
   return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* has) {
-    softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
-                                                                        denom, dlogits.data, loss, has);
+    softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(
+        logits.data, logits.cols, labels, rows, nrows, denom, dlogits.data, loss, has);
   });
 }
 
-double CudaBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
-                               std::int64_t nrows, double denom, const MatrixView& dlogits, std::int64_t* counted) {
+double CudaBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                               const NodeId* rows, std::int64_t nrows, double denom,
+                               const MatrixView& dlogits, std::int64_t* counted) {
   return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* cnt) {
-    bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(logits.data, logits.cols, labels, rows, nrows,
-                                                                      denom, dlogits.data, loss, cnt);
+    bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(
+        logits.data, logits.cols, labels, rows, nrows, denom, dlogits.data, loss, cnt);
   });
 }
 
-void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) {
+void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                       const AdamStep& s) {
   if (n <= 0) return;
   // The step constants exactly as the CPU computes them (on the host, in double).
   const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
   const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
   const float step_size = float(double(s.lr) / bc1);
   const float bc2_sqrt = float(std::sqrt(bc2));
-  adam_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, s.beta1, s.beta2, s.eps, s.weight_decay,
-                                                     step_size, bc2_sqrt);
+  adam_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, s.beta1, s.beta2, s.eps,
+                                                     s.weight_decay, step_size, bc2_sqrt);
   check_launch();
 }
 
-void CudaBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst) {
+void CudaBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                              const MatrixView& dst) {
   if (n <= 0 || src.cols == 0) return;
-  gather_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, dst.data, n, src.cols);
+  gather_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, dst.data, n,
+                                                                       src.cols);
   check_launch();
 }
 
-void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst) {
+void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                   const MatrixView& dst) {
   if (n <= 0 || src.cols == 0) return;
   if (n > INT_MAX) throw ParamError("CudaBackend::scatter_add_rows: more than 2^31-1 rows");
   // Keys are in [0, dst.rows): sorting on the low bits that can be set is enough.
   int end_bit = 1;
   while (end_bit < 31 && (std::int64_t(1) << end_bit) < dst.rows) ++end_bit;
   std::size_t temp_bytes = 0;
-  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, idx, static_cast<NodeId*>(nullptr),
-                                                  static_cast<const std::int32_t*>(nullptr),
-                                                  static_cast<std::int32_t*>(nullptr), int(n), 0, end_bit, stream_));
+  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, temp_bytes, idx, static_cast<NodeId*>(nullptr),
+      static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr), int(n), 0,
+      end_bit, stream_));
   Layout lay;
   const std::size_t keys_at = lay.take(sizeof(NodeId) * std::size_t(n));
   const std::size_t iota_at = lay.take(sizeof(std::int32_t) * std::size_t(n));
@@ -693,10 +722,10 @@ void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std
   iota_kernel<<<grid_for(n), kThreads, 0, stream_>>>(iota, n);
   check_launch();
   // LSD radix sort is stable: rows with one destination keep their index order.
-  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + temp_at, temp_bytes, idx, keys, iota, order, int(n), 0,
-                                                  end_bit, stream_));
-  scatter_add_sorted_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, keys, order, dst.data, n,
-                                                                              src.cols);
+  HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + temp_at, temp_bytes, idx, keys, iota,
+                                                  order, int(n), 0, end_bit, stream_));
+  scatter_add_sorted_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(
+      src.data, keys, order, dst.data, n, src.cols);
   check_launch();
 }
 

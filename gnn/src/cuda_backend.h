@@ -70,7 +70,8 @@ class CudaBackend final : public Backend {
   void column_sums(const MatrixView& X, float* out) override;
   void relu(const MatrixView& Y) override;
   void relu_backward(const MatrixView& Y, const MatrixView& dY) override;
-  void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta, const MatrixView& dY) override;
+  void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                        const MatrixView& dY) override;
   void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) override;
   void column_moments(const MatrixView& X, double* sum, double* sumsq) override;
   void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
@@ -106,8 +107,8 @@ class CudaBackend final : public Backend {
   // int32 offsets, the work buffer (preprocessed for this width) and the nonzero count.
   struct SpmmPlan {
     cusparseConstSpMatDescr_t mat = nullptr;
-    DeviceBuffer offsets32;  // offsets - offsets[0], rows + 1 entries
-    DeviceBuffer work;       // cuSPARSE's external buffer
+    DeviceBuffer offsets32;           // offsets - offsets[0], rows + 1 entries
+    DeviceBuffer work;                // cuSPARSE's external buffer
     const NodeId* indices = nullptr;  // A.indices + offsets[0]
     const float* values = nullptr;    // A.values + offsets[0]
     std::int64_t nnz = 0;
@@ -120,8 +121,8 @@ class CudaBackend final : public Backend {
   };
   // (storage id, offsets, indices, values, rows, cols, dense width): the upload and every
   // pointer the descriptor holds.
-  using SpmmKey =
-      std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t, std::int64_t, std::int64_t>;
+  using SpmmKey = std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t,
+                             std::int64_t, std::int64_t>;
   SpmmPlan& spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y);
   // Destroys the plans, handles and stream (errors ignored).
   void release() noexcept;
@@ -145,7 +146,8 @@ class CudaBackend final : public Backend {
   // The loss ops' common frame: zeroes dlogits, lays out per-row loss and count buffers in the
   // scratch, lets launch(loss, count) fill them, and returns their ordered sum.
   template <class Launch>
-  double row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted, Launch&& launch);
+  double row_losses(const MatrixView& dlogits, std::int64_t nrows, std::int64_t* counted,
+                    Launch&& launch);
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;

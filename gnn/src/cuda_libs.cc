@@ -67,9 +67,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
                             cublasGemmAlgo_t algo) {
   // cublasGemmEx is overloaded in C++ (cudaDataType / cublasComputeType_t): name the C one.
-  using GemmEx = cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                                const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
-                                cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  using GemmEx =
+      cublasStatus_t(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                     const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                     const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   static auto* const fn = resolve<GemmEx>(g_cublas, "cublasGemmEx");
   return fn ? fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,
                  Ctype, ldc, computeType, algo)

@@ -1,8 +1,8 @@
 // Device discovery without the CUDA backend: says so. The CUDA build defines these functions in
 // device_cuda.cu instead. Also the backend-independent names of the GEMM precisions.
-#include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
 
+#include "halo/gnn/backend.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -16,9 +16,12 @@ MatmulPrecision parse_matmul_precision(std::string_view s) {
 
 const char* to_string(MatmulPrecision p) {
   switch (p) {
-    case MatmulPrecision::kTf32: return "tf32";
-    case MatmulPrecision::kBf16: return "bf16";
-    default: return "fp32";
+    case MatmulPrecision::kTf32:
+      return "tf32";
+    case MatmulPrecision::kBf16:
+      return "bf16";
+    default:
+      return "fp32";
   }
 }
 
@@ -43,7 +46,9 @@ void use_device(int) { throw SystemError(cuda_devices().reason); }
 std::string device_pci_bus_id(int) { throw SystemError(cuda_devices().reason); }
 void* device_alloc(std::size_t) { throw SystemError(cuda_devices().reason); }
 void device_free(void*) noexcept {}
-void device_copy(void*, const void*, std::size_t, CopyKind) { throw SystemError(cuda_devices().reason); }
+void device_copy(void*, const void*, std::size_t, CopyKind) {
+  throw SystemError(cuda_devices().reason);
+}
 void device_zero(void*, std::size_t) { throw SystemError(cuda_devices().reason); }
 Backend& cuda_backend() { throw SystemError(cuda_devices().reason); }
 

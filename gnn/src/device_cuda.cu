@@ -62,8 +62,8 @@ std::vector<float> cuda_smoke_test(int n) {
   odd_numbers<<<(n + threads - 1) / threads, threads>>>(d_out.get(), n);
   HALO_CUDA_CHECK(cudaGetLastError());
   std::vector<float> h_out(std::size_t(n > 0 ? n : 0));
-  HALO_CUDA_CHECK(cudaMemcpy(h_out.data(), d_out.get(), sizeof(float) * h_out.size(),
-                             cudaMemcpyDeviceToHost));
+  HALO_CUDA_CHECK(
+      cudaMemcpy(h_out.data(), d_out.get(), sizeof(float) * h_out.size(), cudaMemcpyDeviceToHost));
   return h_out;
 }
 

@@ -20,8 +20,12 @@ DeviceSparse::DeviceSparse(const SparseMatrix& a) {
   indices_.reset(upload(a.indices.data(), sizeof(NodeId) * a.indices.size()));
   values_.reset(upload(a.values.data(), sizeof(float) * a.values.size()));
   static std::atomic<std::uint64_t> next_id{1};
-  view_ = {a.rows, a.cols, static_cast<const EdgeId*>(offsets_.get()), static_cast<const NodeId*>(indices_.get()),
-           static_cast<const float*>(values_.get()), next_id.fetch_add(1, std::memory_order_relaxed)};
+  view_ = {a.rows,
+           a.cols,
+           static_cast<const EdgeId*>(offsets_.get()),
+           static_cast<const NodeId*>(indices_.get()),
+           static_cast<const float*>(values_.get()),
+           next_id.fetch_add(1, std::memory_order_relaxed)};
 }
 
 SparseMatrix transpose(const SparseMatrix& a) {
@@ -30,7 +34,8 @@ SparseMatrix transpose(const SparseMatrix& a) {
   t.cols = a.rows;
   t.offsets.assign(std::size_t(t.rows) + 1, 0);
   for (NodeId c : a.indices) ++t.offsets[std::size_t(c) + 1];
-  for (std::int64_t r = 0; r < t.rows; ++r) t.offsets[std::size_t(r) + 1] += t.offsets[std::size_t(r)];
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    t.offsets[std::size_t(r) + 1] += t.offsets[std::size_t(r)];
   t.indices.resize(a.indices.size());
   t.values.resize(a.values.size());
   std::vector<EdgeId> cursor(t.offsets.begin(), t.offsets.end() - 1);
@@ -52,7 +57,8 @@ GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32
   a.indices.resize(std::size_t(g.num_edges() + a.rows));
   a.values.resize(a.indices.size());
   std::vector<float> inv_sqrt(static_cast<std::size_t>(cols));
-  for (std::int64_t c = 0; c < cols; ++c) inv_sqrt[std::size_t(c)] = float(1.0 / std::sqrt(double(degree[c]) + 1.0));
+  for (std::int64_t c = 0; c < cols; ++c)
+    inv_sqrt[std::size_t(c)] = float(1.0 / std::sqrt(double(degree[c]) + 1.0));
   EdgeId pos = 0;
   for (std::int64_t u = 0; u < a.rows; ++u) {
     a.offsets[std::size_t(u)] = pos;

@@ -26,7 +26,8 @@ void copy_floats(Device to, float* dst, Device from, const float* src, std::int6
 
 void Matrix::DeviceFree::operator()(float* p) const noexcept { device_free(p); }
 
-Matrix::Matrix(std::int64_t rows, std::int64_t cols, float fill_value, Device device) : device_(device) {
+Matrix::Matrix(std::int64_t rows, std::int64_t cols, float fill_value, Device device)
+    : device_(device) {
   resize(rows, cols);
   fill(fill_value);
 }

@@ -59,7 +59,8 @@ double rocauc(const float* scores, const std::int32_t* labels, std::int64_t n, s
     }
     if (pos == 0 || neg == 0) continue;
     auto score = [&](std::int64_t i) { return scores[i * tasks + t]; };
-    std::sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) { return score_less(score(a), score(b)); });
+    std::sort(idx.begin(), idx.end(),
+              [&](std::int64_t a, std::int64_t b) { return score_less(score(a), score(b)); });
     // Mann-Whitney U with average ranks over ties.
     double rank_sum = 0;
     for (std::size_t i = 0; i < idx.size();) {
@@ -86,7 +87,8 @@ std::vector<std::int64_t> argmax_rows(const MatrixView& logits) {
 double average_precision(const float* scores, const std::int32_t* labels, std::int64_t n) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) order[std::size_t(i)] = i;
-  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return score_less(scores[b], scores[a]); });
+  std::sort(order.begin(), order.end(),
+            [&](std::int64_t a, std::int64_t b) { return score_less(scores[b], scores[a]); });
   std::int64_t positives = 0;
   for (std::int64_t i = 0; i < n; ++i) positives += labels[i] == 1;
   if (positives == 0) return 0.0;

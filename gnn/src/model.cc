@@ -32,13 +32,15 @@ namespace halo {
 namespace {
 
 // Glorot-uniform weights, drawn on the host (the same numbers for every device) then placed.
-Matrix glorot(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream, Device device) {
+Matrix glorot(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream,
+              Device device) {
   std::vector<float> w(std::size_t(in * out));
   const PhiloxKey key = philox_key(seed, kStreamInit + stream);
   const float a = float(std::sqrt(6.0 / double(in + out)));
   for (std::int64_t i = 0; i < in; ++i)
     for (std::int64_t j = 0; j < out; ++j)
-      w[std::size_t(i * out + j)] = (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * a;
+      w[std::size_t(i * out + j)] =
+          (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * a;
   Matrix m(in, out, 0.f, device);
   m.assign(w);
   return m;
@@ -126,7 +128,7 @@ struct Model::Layer {
   // backward replay it instead of running Philox twice more (1/32 of an activation matrix).
   std::vector<std::uint64_t> keep_words;
   KeepBits keep;
-  Matrix z;      // aggregate first: A X (owned x in)
+  Matrix z;  // aggregate first: A X (owned x in)
   // What z was aggregated from when it may be reused (GraphContext::static_input): the input's
   // storage and shape and the operator; null when z is not reusable.
   struct Source {
@@ -138,21 +140,22 @@ struct Model::Layer {
 
   // Returns the output (owned x out): the logits, the saved slab, or `y_slab` (batch norm).
   // static_x: x is the unchanging input (see GraphContext::static_input), so z may be reused.
-  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x, bool training, float p,
-                     std::uint64_t seed, std::int64_t epoch, float momentum, float eps, Matrix& y_slab, Work& ws);
+  MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x,
+                     bool training, float p, std::uint64_t seed, std::int64_t epoch, float momentum,
+                     float eps, Matrix& y_slab, Work& ws);
   // A batch-norm layer's output in its last training forward, rebuilt from x-hat into `into`.
-  MatrixView rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed, std::int64_t epoch,
-                            Matrix& into);
+  MatrixView rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed,
+                            std::int64_t epoch, Matrix& into);
   // Undoes dropout, ReLU and batch norm on dy (owned x out) in place; the saved slab is dead
   // afterwards. Nothing for the last layer.
-  void activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy, float p, std::uint64_t seed,
-                           std::int64_t epoch);
+  void activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy, float p,
+                           std::uint64_t seed, std::int64_t epoch);
   // Parameter gradients from dy; returns d(input) (owned x in) in ws.grad[cur] (SAGE flips cur)
   // when want_dx, else an empty view. input(free) yields the layer's input, rebuilding it into
   // the free slab it is handed when it is no longer materialised.
   template <class Input>
-  MatrixView linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool want_dx, Work& ws,
-                             int& cur, Input&& input);
+  MatrixView linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool want_dx,
+                             Work& ws, int& cur, Input&& input);
 };
 
 namespace {
@@ -166,27 +169,34 @@ SparseView row_slice(const SparseView& a, std::int64_t begin, std::int64_t end) 
 // rows of Y, which read owned rows only, are aggregated while the halo is in flight. consume: X
 // is dead afterwards (the backend may round it in place; one process only, as the halo path
 // reads X twice).
-void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a, const MatrixView& x_all,
-                         const MatrixView& y, int layer, bool training, bool consume) {
+void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a,
+                         const MatrixView& x_all, const MatrixView& y, int layer, bool training,
+                         bool consume) {
   if (!g.exchange) {
-    if (consume) be.spmm_consume(a, x_all, y);
-    else be.spmm(a, x_all, y);
+    if (consume)
+      be.spmm_consume(a, x_all, y);
+    else
+      be.spmm(a, x_all, y);
     return;
   }
   g.exchange->forward_begin(x_all, layer, training);
   if (g.inner > 0) be.spmm(row_slice(a, 0, g.inner), x_all, y.rows_range(0, g.inner));
   g.exchange->forward_end();
-  if (g.inner < g.owned) be.spmm(row_slice(a, g.inner, g.owned), x_all, y.rows_range(g.inner, g.owned));
+  if (g.inner < g.owned)
+    be.spmm(row_slice(a, g.inner, g.owned), x_all, y.rows_range(g.inner, g.owned));
 }
 
 // D = A^T dY over [owned | halo] rows, then the halo rows' gradients travel home and are added
 // into their owners' rows: the halo rows are computed first and sent while the owned rows are
 // computed. On return rows [0, owned) of d hold the complete gradient.
-void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const SparseView& at, const MatrixView& dy,
-                                   const MatrixView& d, int layer, bool consume) {
+void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const SparseView& at,
+                                   const MatrixView& dy, const MatrixView& d, int layer,
+                                   bool consume) {
   if (!g.exchange) {
-    if (consume) be.spmm_consume(at, dy, d);
-    else be.spmm(at, dy, d);
+    if (consume)
+      be.spmm_consume(at, dy, d);
+    else
+      be.spmm(at, dy, d);
     return;
   }
   if (g.all > g.owned) be.spmm(row_slice(at, g.owned, g.all), dy, d.rows_range(g.owned, g.all));
@@ -197,10 +207,13 @@ void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const Spa
 
 }  // namespace
 
-MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x, bool training,
-                                 float p, std::uint64_t seed, std::int64_t epoch, float momentum, float eps,
-                                 Matrix& y_slab, Work& ws) {
-  if (!last) ws.y_layer = -1;  // a hidden layer overwrites the slab its input came in (the last one does not)
+MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x,
+                                 bool static_x, bool training, float p, std::uint64_t seed,
+                                 std::int64_t epoch, float momentum, float eps, Matrix& y_slab,
+                                 Work& ws) {
+  if (!last)
+    ws.y_layer =
+        -1;  // a hidden layer overwrites the slab its input came in (the last one does not)
   const OperatorView& op = sage ? g.mean : g.gcn;
   // x lives in the features, a saved slab (this layer's own when the layer below had batch
   // norm), grad[0] (the last layer) or act (SAGE): T and [x | halo] go where x is not, and the
@@ -210,7 +223,8 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
   if (transform_first) {
     const MatrixView t_all = shape(staging, g.all, out);
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
-    aggregate_with_halo(be, g, op.fwd, t_all, y, index, training, /*consume=*/true);  // T is transient
+    aggregate_with_halo(be, g, op.fwd, t_all, y, index, training,
+                        /*consume=*/true);  // T is transient
   } else {
     const Source from{x.data, x.rows, x.cols, g.all, op.fwd.offsets};
     if (!static_x || !(z_from == from)) {
@@ -222,7 +236,8 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
         be.copy(x, xa.rows_range(0, g.owned));
       }
       z.resize(g.owned, in);
-      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training, /*consume=*/false);  // x lives on
+      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training,
+                          /*consume=*/false);  // x lives on
       z_from = static_x ? from : Source{};
     }
     be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y);
@@ -254,30 +269,31 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     // arithmetic, as (x-hat - 0) * 1 is x-hat exactly.
     if (p > 0) keep_words.resize(std::size_t(g.owned * ((out + 63) / 64)));
     keep = {keep_words.data(), false};  // a new key: record the mask afresh
-    be.batch_norm_relu_dropout(y, mean.data(), inv_std.data(), gamma.value.data(), beta.value.data(), &y, a, p,
-                               dropout_key(seed, epoch, index + 1), g.global_ids, &keep);
+    be.batch_norm_relu_dropout(y, mean.data(), inv_std.data(), gamma.value.data(),
+                               beta.value.data(), &y, a, p, dropout_key(seed, epoch, index + 1),
+                               g.global_ids, &keep);
     ws.y_layer = index;
     ws.y = a;
   } else {
     std::vector<float> rstd(c);
     for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
-    be.batch_norm_relu_dropout(y, run_mean.data(), rstd.data(), gamma.value.data(), beta.value.data(), nullptr, a,
-                               0.f, {}, nullptr);
+    be.batch_norm_relu_dropout(y, run_mean.data(), rstd.data(), gamma.value.data(),
+                               beta.value.data(), nullptr, a, 0.f, {}, nullptr);
   }
   return a;
 }
 
-MatrixView Model::Layer::rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed,
-                                        std::int64_t epoch, Matrix& into) {
+MatrixView Model::Layer::rebuild_output(Backend& be, const GraphContext& g, float p,
+                                        std::uint64_t seed, std::int64_t epoch, Matrix& into) {
   const MatrixView a = shape(into, g.owned, out);
-  be.batch_norm_relu_dropout(shape(saved, g.owned, out), zeros.data(), ones.data(), gamma.value.data(),
-                             beta.value.data(), nullptr, a, p, dropout_key(seed, epoch, index + 1), g.global_ids,
-                             &keep);
+  be.batch_norm_relu_dropout(shape(saved, g.owned, out), zeros.data(), ones.data(),
+                             gamma.value.data(), beta.value.data(), nullptr, a, p,
+                             dropout_key(seed, epoch, index + 1), g.global_ids, &keep);
   return a;
 }
 
-void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy, float p,
-                                       std::uint64_t seed, std::int64_t epoch) {
+void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const MatrixView& dy,
+                                       float p, std::uint64_t seed, std::int64_t epoch) {
   if (last) return;
   const MatrixView kept = shape(saved, g.owned, out);  // x-hat, or the output without batch norm
   if (!bn) {
@@ -288,8 +304,8 @@ void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const
   const std::size_t c = std::size_t(out);
   std::vector<double> s(2 * c);
   be.batch_norm_relu_dropout_backward(kept, gamma.value.data(), beta.value.data(), p,
-                                      dropout_key(seed, epoch, index + 1), g.global_ids, dy, s.data(), s.data() + c,
-                                      &keep);
+                                      dropout_key(seed, epoch, index + 1), g.global_ids, dy,
+                                      s.data(), s.data() + c, &keep);
   // The parameters' own gradients stay partial (the trainer sums every gradient across ranks
   // once); the normalisation below needs the global sums now.
   std::vector<float> gb(c), gg(c);
@@ -309,8 +325,8 @@ void Model::Layer::activation_backward(Backend& be, const GraphContext& g, const
 }
 
 template <class Input>
-MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy, bool want_dx,
-                                         Work& ws, int& cur, Input&& input) {
+MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, const MatrixView& dy,
+                                         bool want_dx, Work& ws, int& cur, Input&& input) {
   if (!bn) be.column_sums(dy, b.grad.data());
   const OperatorView& op = sage ? g.mean : g.gcn;
   // The layer's own slab, dead since activation_backward, takes d(T) or d(Z).
@@ -356,10 +372,12 @@ MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, con
   return dx;
 }
 
-Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : config_(config), device_(device) {
+Model::Model(const ModelConfig& config, std::uint64_t seed, Device device)
+    : config_(config), device_(device) {
   config_.check();
   work_ = std::make_unique<Work>();
-  for (Matrix* m : {&x_drop_, &work_->act, &work_->grad[0], &work_->grad[1], &work_->tail, &work_->logits})
+  for (Matrix* m :
+       {&x_drop_, &work_->act, &work_->grad[0], &work_->grad[1], &work_->tail, &work_->logits})
     m->set_device(device);
   for (int l = 0; l < config_.layers; ++l) {
     auto L = std::make_unique<Layer>();
@@ -374,7 +392,9 @@ Model::Model(const ModelConfig& config, std::uint64_t seed, Device device) : con
     const std::string pre = "layer" + std::to_string(l) + ".";
     L->w = make_param(pre + "weight", glorot(L->in, L->out, seed, std::uint64_t(l) * 4, device));
     L->b = make_param(pre + "bias", Matrix(1, L->out, 0.f, device));
-    if (L->sage) L->w_root = make_param(pre + "root_weight", glorot(L->in, L->out, seed, std::uint64_t(l) * 4 + 1, device));
+    if (L->sage)
+      L->w_root = make_param(pre + "root_weight",
+                             glorot(L->in, L->out, seed, std::uint64_t(l) * 4 + 1, device));
     L->bn = config_.batch_norm && !L->last;
     if (L->bn) {
       L->gamma = make_param(pre + "bn.weight", Matrix(1, L->out, 1.f, device));
@@ -428,8 +448,8 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     Matrix* y_slab = &ws.act;
     if (!sage) y_slab = l + 2 < layers_.size() ? &layers_[l + 1]->saved : &ws.grad[0];
     const bool static_x = l == 0 && g.static_input && h.data == x.data;  // not after input dropout
-    h = layers_[l]->forward(be, g, h, static_x, training, config_.dropout, seed, epoch, config_.bn_momentum,
-                            config_.bn_eps, *y_slab, ws);
+    h = layers_[l]->forward(be, g, h, static_x, training, config_.dropout, seed, epoch,
+                            config_.bn_momentum, config_.bn_eps, *y_slab, ws);
   }
   return h;
 }
@@ -458,7 +478,8 @@ void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogi
 
 std::int64_t Model::activation_bytes() const {
   std::int64_t floats = x_drop_.size();
-  for (const Matrix* m : {&work_->grad[0], &work_->grad[1], &work_->act, &work_->tail, &work_->logits})
+  for (const Matrix* m :
+       {&work_->grad[0], &work_->grad[1], &work_->act, &work_->tail, &work_->logits})
     floats += m->size();
   std::int64_t bytes = 0;
   for (const auto& L : layers_) {
@@ -472,8 +493,10 @@ std::vector<std::pair<std::string, std::vector<float>*>> Model::buffers() {
   std::vector<std::pair<std::string, std::vector<float>*>> out;
   for (auto& L : layers_)
     if (L->bn) {
-      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_mean", &L->run_mean);
-      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_var", &L->run_var);
+      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_mean",
+                       &L->run_mean);
+      out.emplace_back(L->gamma.name.substr(0, L->gamma.name.size() - 6) + "running_var",
+                       &L->run_var);
     }
   return out;
 }

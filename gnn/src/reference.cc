@@ -10,7 +10,8 @@ Matrix spmm(const SparseView& A, const Matrix& X) {
   for (std::int64_t r = 0; r < A.rows; ++r)
     for (std::int64_t c = 0; c < X.cols(); ++c) {
       double s = 0;
-      for (EdgeId e = A.offsets[r]; e < A.offsets[r + 1]; ++e) s += double(A.values[e]) * X.at(A.indices[e], c);
+      for (EdgeId e = A.offsets[r]; e < A.offsets[r + 1]; ++e)
+        s += double(A.values[e]) * X.at(A.indices[e], c);
       Y.at(r, c) = float(s);
     }
   return Y;
@@ -23,22 +24,27 @@ Matrix gemm(bool ta, bool tb, const Matrix& A, const Matrix& B) {
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
       double s = 0;
-      for (std::int64_t l = 0; l < k; ++l) s += double(ta ? A.at(l, i) : A.at(i, l)) * (tb ? B.at(j, l) : B.at(l, j));
+      for (std::int64_t l = 0; l < k; ++l)
+        s += double(ta ? A.at(l, i) : A.at(i, l)) * (tb ? B.at(j, l) : B.at(l, j));
       C.at(i, j) = float(s);
     }
   return C;
 }
 
-Matrix dropout_mask(std::int64_t rows, std::int64_t cols, float p, PhiloxKey key, const NodeId* row_ids) {
+Matrix dropout_mask(std::int64_t rows, std::int64_t cols, float p, PhiloxKey key,
+                    const NodeId* row_ids) {
   Matrix M(rows, cols);
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < cols; ++c)
-      M.at(r, c) = dropout_u16(key, std::uint64_t(row_ids ? row_ids[r] : r), std::uint32_t(c)) >= dropout_threshold(p) ? 1.f : 0.f;
+      M.at(r, c) = dropout_u16(key, std::uint64_t(row_ids ? row_ids[r] : r), std::uint32_t(c)) >=
+                           dropout_threshold(p)
+                       ? 1.f
+                       : 0.f;
   return M;
 }
 
-double softmax_xent(const Matrix& z, const std::vector<std::int32_t>& labels, const std::vector<NodeId>& rows,
-                    double denom, Matrix* d) {
+double softmax_xent(const Matrix& z, const std::vector<std::int32_t>& labels,
+                    const std::vector<NodeId>& rows, double denom, Matrix* d) {
   *d = Matrix(z.rows(), z.cols());
   double total = 0;
   for (NodeId r : rows) {
@@ -48,13 +54,14 @@ double softmax_xent(const Matrix& z, const std::vector<std::int32_t>& labels, co
     for (std::int64_t c = 1; c < z.cols(); ++c) mx = std::max(mx, double(z.at(r, c)));
     for (std::int64_t c = 0; c < z.cols(); ++c) se += std::exp(z.at(r, c) - mx);
     total += mx + std::log(se) - z.at(r, y);
-    for (std::int64_t c = 0; c < z.cols(); ++c) d->at(r, c) = float((std::exp(z.at(r, c) - mx) / se - (c == y)) / denom);
+    for (std::int64_t c = 0; c < z.cols(); ++c)
+      d->at(r, c) = float((std::exp(z.at(r, c) - mx) / se - (c == y)) / denom);
   }
   return total;
 }
 
-double bce_logits(const Matrix& z, const std::vector<std::int32_t>& labels, const std::vector<NodeId>& rows,
-                  double denom, Matrix* d) {
+double bce_logits(const Matrix& z, const std::vector<std::int32_t>& labels,
+                  const std::vector<NodeId>& rows, double denom, Matrix* d) {
   *d = Matrix(z.rows(), z.cols());
   double total = 0;
   for (NodeId r : rows)
@@ -68,8 +75,8 @@ double bce_logits(const Matrix& z, const std::vector<std::int32_t>& labels, cons
   return total;
 }
 
-Matrix batch_norm(const Matrix& X, const std::vector<float>& gamma, const std::vector<float>& beta, float eps,
-                  Matrix* xhat) {
+Matrix batch_norm(const Matrix& X, const std::vector<float>& gamma, const std::vector<float>& beta,
+                  float eps, Matrix* xhat) {
   Matrix Y(X.rows(), X.cols());
   *xhat = Matrix(X.rows(), X.cols());
   for (std::int64_t c = 0; c < X.cols(); ++c) {

@@ -45,10 +45,13 @@ bool has_avx512() {
 
 // 16 elements of a row of X as floats (the lanes outside `mask` zero): float rows as they are,
 // bfloat16 rows (X rounded in place by spmm_consume) widened exactly.
-HALO_AVX512 inline __m512 load16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+HALO_AVX512 inline __m512 load16(const float* p, __mmask16 mask) {
+  return _mm512_maskz_loadu_ps(mask, p);
+}
 HALO_AVX512 inline __m512 load16(const std::uint16_t* p, __mmask16 mask) {
   // (maskz forms: GCC 12 warns about the unmasked ones' undefined pass-through operand)
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), _mm256_maskz_loadu_epi16(mask, p));
+  const __m512i wide =
+      _mm512_maskz_cvtepu16_epi32(__mmask16(0xffff), _mm256_maskz_loadu_epi16(mask, p));
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(__mmask16(0xffff), wide, 16));
 }
 
@@ -56,25 +59,28 @@ HALO_AVX512 inline __m512 load16(const std::uint16_t* p, __mmask16 mask) {
 // holds T elements, `stride` of them per row: floats (stride f), or bfloat16 in the first half of
 // each float row (stride 2f), so a row gathers half the cache lines.
 template <class T, int NV>
-HALO_AVX512 void spmm_rows(const SparseView& A, const T* __restrict x, std::int64_t stride, std::int64_t f,
-                           std::int64_t c0, std::int64_t w, float* y, std::int64_t r0, std::int64_t r1,
-                           EdgeId distance, int lines) {
+HALO_AVX512 void spmm_rows(const SparseView& A, const T* __restrict x, std::int64_t stride,
+                           std::int64_t f, std::int64_t c0, std::int64_t w, float* y,
+                           std::int64_t r0, std::int64_t r1, EdgeId distance, int lines) {
   const EdgeId nnz = A.nnz();
-  const __mmask16 tail = __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
+  const __mmask16 tail =
+      __mmask16((w - 16 * (NV - 1)) >= 16 ? 0xffff : (1u << (w - 16 * (NV - 1))) - 1u);
   for (std::int64_t r = r0; r < r1; ++r) {
     __m512 acc[NV];
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[v] = _mm512_setzero_ps();
     for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
       if (k + distance < nnz) {
-        const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * stride + c0);
+        const char* next =
+            reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + distance]) * stride + c0);
         for (int l = 0; l < lines; ++l) __builtin_prefetch(next + 64 * l);
       }
       const __m512 wt = _mm512_set1_ps(A.values[k]);
       const T* __restrict xr = x + std::int64_t(A.indices[k]) * stride + c0;
 #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v)
-        acc[v] = _mm512_fmadd_ps(wt, load16(xr + 16 * v, v + 1 < NV ? __mmask16(0xffff) : tail), acc[v]);
+        acc[v] =
+            _mm512_fmadd_ps(wt, load16(xr + 16 * v, v + 1 < NV ? __mmask16(0xffff) : tail), acc[v]);
     }
     float* yr = y + r * f + c0;
 #pragma GCC unroll 16
@@ -85,9 +91,8 @@ HALO_AVX512 void spmm_rows(const SparseView& A, const T* __restrict x, std::int6
 
 // Rounds row r of X (f floats) to bfloat16, nearest even, into the row's own first 2f bytes:
 // each 32-float chunk is read before any write reaches it.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_to_bf16(float* x, std::int64_t f,
-                                                                                        std::int64_t r0,
-                                                                                        std::int64_t r1) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_to_bf16(
+    float* x, std::int64_t f, std::int64_t r0, std::int64_t r1) {
   for (std::int64_t r = r0; r < r1; ++r) {
     float* row = x + r * f;
     auto* out = reinterpret_cast<std::uint16_t*>(row);
@@ -95,7 +100,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_
       const std::int64_t n = std::min<std::int64_t>(32, f - c);
       const __mmask16 lo = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
       const __mmask16 hi = __mmask16(n >= 32 ? 0xffff : n > 16 ? (1u << (n - 16)) - 1u : 0u);
-      const __m512 a = _mm512_maskz_loadu_ps(lo, row + c), b = _mm512_maskz_loadu_ps(hi, row + c + 16);
+      const __m512 a = _mm512_maskz_loadu_ps(lo, row + c),
+                   b = _mm512_maskz_loadu_ps(hi, row + c + 16);
       const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);
       _mm512_mask_storeu_epi16(out + c, n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1u, h);
     }
@@ -103,8 +109,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void round_rows_
 }
 
 template <class T>
-using RowsKernel = void (*)(const SparseView&, const T*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                            float*, std::int64_t, std::int64_t, EdgeId, int);
+using RowsKernel = void (*)(const SparseView&, const T*, std::int64_t, std::int64_t, std::int64_t,
+                            std::int64_t, float*, std::int64_t, std::int64_t, EdgeId, int);
 
 // spmm_rows<T, nv> for nv in 1..16.
 template <class T, int... NV>
@@ -135,7 +141,8 @@ void spmm_avx512(const SparseView& A, const T* x, std::int64_t stride, std::int6
   for (std::int64_t c0 = 0; c0 < f; c0 += 256) {
     const std::int64_t w = std::min<std::int64_t>(256, f - c0);
     const PrefetchPlan plan = prefetch_plan(w * std::int64_t(sizeof(T)));
-    const RowsKernel<T> kernel = pick_kernel<T>(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
+    const RowsKernel<T> kernel =
+        pick_kernel<T>(int((w + 15) / 16), std::make_integer_sequence<int, 16>{});
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t r = 0; r < A.rows; r += 32)
       kernel(A, x, stride, f, c0, w, y, r, std::min(A.rows, r + 32), plan.distance, plan.lines);
@@ -162,7 +169,8 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
       std::memset(acc, 0, sizeof(float) * std::size_t(w));
       for (EdgeId k = A.offsets[r]; k < A.offsets[r + 1]; ++k) {
         if (k + plan.distance < nnz) {
-          const char* next = reinterpret_cast<const char*>(x + std::int64_t(A.indices[k + plan.distance]) * f + c0);
+          const char* next = reinterpret_cast<const char*>(
+              x + std::int64_t(A.indices[k + plan.distance]) * f + c0);
           for (int l = 0; l < plan.lines; ++l) __builtin_prefetch(next + 64 * l);
         }
         const float wt = A.values[k];
@@ -181,7 +189,8 @@ void CpuBackend::spmm_consume(const SparseView& A, const MatrixView& X, const Ma
   if (precision_ == MatmulPrecision::kBf16) {
     const std::int64_t f = X.cols;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < X.rows; r += 64) round_rows_to_bf16(X.data, f, r, std::min(X.rows, r + 64));
+    for (std::int64_t r = 0; r < X.rows; r += 64)
+      round_rows_to_bf16(X.data, f, r, std::min(X.rows, r + 64));
     return spmm_avx512(A, reinterpret_cast<const std::uint16_t*>(X.data), 2 * f, f, Y.data);
   }
 #endif

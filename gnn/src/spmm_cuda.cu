@@ -45,7 +45,8 @@ namespace {
 
 constexpr std::size_t kMaxPlans = 64;  // beyond this the cache is dropped and rebuilt
 
-__global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId base, std::int32_t* out) {
+__global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId base,
+                                      std::int32_t* out) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
     out[i] = std::int32_t(off[i] - base);
@@ -55,11 +56,12 @@ __global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId 
 // accumulators (columns lane, lane + 32, ...) in registers, so one pass over the row's nonzeros
 // (in CSR order: the summation order of the CPU) issues V independent loads per nonzero.
 template <int V>
-__global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, const float* val, const float* x,
-                                 float* y, std::int64_t rows, std::int64_t f) {
+__global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, const float* val,
+                                 const float* x, float* y, std::int64_t rows, std::int64_t f) {
   const int lane = int(threadIdx.x % 32);
   const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t r = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+  for (std::int64_t r = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < rows;
+       r += warps) {
     const std::int32_t begin = off[r], end = off[r + 1];
     for (std::int64_t c0 = 0; c0 < f; c0 += 32 * V) {
       float acc[V];
@@ -88,16 +90,17 @@ bool declined(cusparseStatus_t st, const char* call, std::int64_t rows, std::int
   if (st != CUSPARSE_STATUS_NOT_SUPPORTED && st != CUSPARSE_STATUS_INVALID_VALUE &&
       st != CUSPARSE_STATUS_INSUFFICIENT_RESOURCES)
     return false;
-  std::cerr << "halo: " << call << " declined the CSR SpMM of " << rows << " rows at width " << width << " ("
-            << cusparseGetErrorName(st) << "); halo's own deterministic SpMM kernel takes it\n";
+  std::cerr << "halo: " << call << " declined the CSR SpMM of " << rows << " rows at width "
+            << width << " (" << cusparseGetErrorName(st)
+            << "); halo's own deterministic SpMM kernel takes it\n";
   return true;
 }
 
 void check_status(cusparseStatus_t st, const char* call, int line) {
   if (st != CUSPARSE_STATUS_SUCCESS)
     throw SystemError(std::string(call) + "(CSR SpMM) failed at " + __FILE__ + ":" +
-                      std::to_string(line) + ": " + cusparseGetErrorName(st) + " (" + cusparseGetErrorString(st) +
-                      ")");
+                      std::to_string(line) + ": " + cusparseGetErrorName(st) + " (" +
+                      cusparseGetErrorString(st) + ")");
 }
 
 unsigned blocks_for(std::int64_t threads) {
@@ -109,7 +112,8 @@ unsigned blocks_for(std::int64_t threads) {
 struct ConstDense {
   cusparseConstDnMatDescr_t d = nullptr;
   explicit ConstDense(const MatrixView& m) {
-    HALO_CUSPARSE_CHECK(cusparseCreateConstDnMat(&d, m.rows, m.cols, m.cols, m.data, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    HALO_CUSPARSE_CHECK(cusparseCreateConstDnMat(&d, m.rows, m.cols, m.cols, m.data, CUDA_R_32F,
+                                                 CUSPARSE_ORDER_ROW));
   }
   ~ConstDense() {
     if (d) cusparseDestroyDnMat(d);
@@ -121,7 +125,8 @@ struct ConstDense {
 struct Dense {
   cusparseDnMatDescr_t d = nullptr;
   explicit Dense(const MatrixView& m) {
-    HALO_CUSPARSE_CHECK(cusparseCreateDnMat(&d, m.rows, m.cols, m.cols, m.data, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    HALO_CUSPARSE_CHECK(
+        cusparseCreateDnMat(&d, m.rows, m.cols, m.cols, m.data, CUDA_R_32F, CUSPARSE_ORDER_ROW));
   }
   ~Dense() {
     if (d) cusparseDestroyDnMat(d);
@@ -136,7 +141,8 @@ CudaBackend::SpmmPlan::~SpmmPlan() {
   if (mat) cusparseDestroySpMat(mat);
 }
 
-CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixView& X,
+                                              const MatrixView& Y) {
   const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols, X.cols};
   if (auto it = spmm_plans_.find(key); it != spmm_plans_.end()) return *it->second;
   const char* choice = std::getenv("HALO_CUDA_SPMM");  // validated before any GPU work
@@ -147,46 +153,54 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
     HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
     spmm_plans_.clear();
   }
-  if (A.cols > INT_MAX || A.rows >= INT_MAX) throw ParamError("CudaBackend::spmm: 2^31-1 or more rows or columns");
+  if (A.cols > INT_MAX || A.rows >= INT_MAX)
+    throw ParamError("CudaBackend::spmm: 2^31-1 or more rows or columns");
   auto plan = std::make_unique<SpmmPlan>();
   EdgeId ends[2] = {0, 0};
-  HALO_CUDA_CHECK(cudaMemcpyAsync(&ends[0], A.offsets, sizeof(EdgeId), cudaMemcpyDeviceToHost, stream_));
-  HALO_CUDA_CHECK(cudaMemcpyAsync(&ends[1], A.offsets + A.rows, sizeof(EdgeId), cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(
+      cudaMemcpyAsync(&ends[0], A.offsets, sizeof(EdgeId), cudaMemcpyDeviceToHost, stream_));
+  HALO_CUDA_CHECK(cudaMemcpyAsync(&ends[1], A.offsets + A.rows, sizeof(EdgeId),
+                                  cudaMemcpyDeviceToHost, stream_));
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const EdgeId base = ends[0];
   plan->nnz = ends[1] - base;
   if (plan->nnz < 0) throw ParamError("CudaBackend::spmm: offsets decrease");
   if (plan->nnz > INT_MAX)
-    throw ParamError("CudaBackend::spmm: " + std::to_string(plan->nnz) +
-                     " nonzeros in one operator; the CUDA backend supports up to 2^31-1 (int32 offsets)");
+    throw ParamError(
+        "CudaBackend::spmm: " + std::to_string(plan->nnz) +
+        " nonzeros in one operator; the CUDA backend supports up to 2^31-1 (int32 offsets)");
   plan->indices = A.indices + base;
   plan->values = A.values + base;
-  auto* off32 = static_cast<std::int32_t*>(plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
-  rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base, off32);
+  auto* off32 = static_cast<std::int32_t*>(
+      plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
+  rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base,
+                                                                     off32);
   check_launch();
   if (X.cols == 1 || kernel == "own") plan->own_kernel = true;
   if (kernel == "alg2") plan->alg = CUSPARSE_SPMM_CSR_ALG2;
   if (plan->nnz > 0 && !plan->own_kernel) {
-    HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(&plan->mat, A.rows, A.cols, plan->nnz, off32, plan->indices,
-                                               plan->values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                               CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(
+        &plan->mat, A.rows, A.cols, plan->nnz, off32, plan->indices, plan->values,
+        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
     const ConstDense x(X);
     const Dense y(Y);
     const float alpha = 1.f, beta = 0.f;
     std::size_t bytes = 0;
-    const cusparseStatus_t st = cusparseSpMM_bufferSize(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                        CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->mat, x.d,
-                                                        &beta, y.d, CUDA_R_32F, plan->alg, &bytes);
+    const cusparseStatus_t st = cusparseSpMM_bufferSize(
+        cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+        plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, &bytes);
     if (declined(st, "cusparseSpMM_bufferSize", A.rows, X.cols)) {
       plan->own_kernel = true;
     } else {
       check_status(st, "cusparseSpMM_bufferSize", __LINE__);
       void* work = plan->work.reserve(bytes, stream_);
-      const cusparseStatus_t pre =
-          cusparseSpMM_preprocess(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                  &alpha, plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, work);
-      if (declined(pre, "cusparseSpMM_preprocess", A.rows, X.cols)) plan->own_kernel = true;
-      else check_status(pre, "cusparseSpMM_preprocess", __LINE__);
+      const cusparseStatus_t pre = cusparseSpMM_preprocess(
+          cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+          plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, work);
+      if (declined(pre, "cusparseSpMM_preprocess", A.rows, X.cols))
+        plan->own_kernel = true;
+      else
+        check_status(pre, "cusparseSpMM_preprocess", __LINE__);
     }
   }
   SpmmPlan& ref = *plan;
@@ -197,8 +211,9 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
 void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   const std::int64_t f = X.cols;
   if (X.rows != A.cols || Y.rows != A.rows || Y.cols != f)
-    throw ParamError("CudaBackend::spmm: A is " + std::to_string(A.rows) + "x" + std::to_string(A.cols) + ", X " +
-                     std::to_string(X.rows) + "x" + std::to_string(f) + ", Y " + std::to_string(Y.rows) + "x" +
+    throw ParamError("CudaBackend::spmm: A is " + std::to_string(A.rows) + "x" +
+                     std::to_string(A.cols) + ", X " + std::to_string(X.rows) + "x" +
+                     std::to_string(f) + ", Y " + std::to_string(Y.rows) + "x" +
                      std::to_string(Y.cols));
   if (A.rows == 0 || f == 0) return;
   SpmmPlan& p = spmm_plan(A, X, Y);
@@ -211,9 +226,10 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
     const Dense y(Y);
     const float alpha = 1.f, beta = 0.f;
     const cusparseStatus_t st =
-        cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, p.mat, x.d,
-                     &beta, y.d, CUDA_R_32F, p.alg, p.work.get());
-    if (!declined(st, "cusparseSpMM", A.rows, f)) {  // declined (e.g. for these buffers' alignment): own kernel
+        cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                     &alpha, p.mat, x.d, &beta, y.d, CUDA_R_32F, p.alg, p.work.get());
+    if (!declined(st, "cusparseSpMM", A.rows,
+                  f)) {  // declined (e.g. for these buffers' alignment): own kernel
       check_status(st, "cusparseSpMM", __LINE__);
       return;
     }
@@ -221,9 +237,15 @@ void CudaBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixVie
   }
   const auto* off = static_cast<const std::int32_t*>(p.offsets32.get());
   const unsigned blocks = blocks_for(A.rows * 32);
-  if (f <= 64) spmm_rows_kernel<2><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  else if (f <= 128) spmm_rows_kernel<4><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  else spmm_rows_kernel<8><<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
+  if (f <= 64)
+    spmm_rows_kernel<2>
+        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
+  else if (f <= 128)
+    spmm_rows_kernel<4>
+        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
+  else
+    spmm_rows_kernel<8>
+        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
   check_launch();
 }
 

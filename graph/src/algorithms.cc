@@ -35,7 +35,8 @@ std::vector<std::int32_t> connected_components(const CsrView& g, bool directed,
   boost::disjoint_sets<NodeId*, NodeId*> sets(rank.data(), parent.data());
   for (std::size_t v = 0; v < n; ++v) sets.make_set(NodeId(v));
   for (std::int64_t u = 0; u < g.num_nodes; ++u)
-    for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e) sets.union_set(NodeId(u), g.indices[e]);
+    for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e)
+      sets.union_set(NodeId(u), g.indices[e]);
   std::vector<std::int32_t> id_of_root(n, -1);
   std::int32_t next = 0;
   for (std::size_t v = 0; v < n; ++v) {

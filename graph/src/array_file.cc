@@ -92,22 +92,32 @@ struct Mapping {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kInt8: return 1;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
-    case DType::kFloat32: return 4;
-    case DType::kFloat64: return 8;
+    case DType::kInt8:
+      return 1;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat64:
+      return 8;
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kInt8: return "int8";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -120,8 +130,8 @@ ArrayInfo write_array(const std::filesystem::path& path, const T* data, std::uin
   return w.finish();
 }
 
-ArrayFileWriter::ArrayFileWriter(const std::filesystem::path& path, DType dtype,
-                                 std::uint64_t rows, std::uint64_t cols)
+ArrayFileWriter::ArrayFileWriter(const std::filesystem::path& path, DType dtype, std::uint64_t rows,
+                                 std::uint64_t cols)
     : path_(path) {
   info_.dtype = dtype;
   info_.rows = rows;
@@ -177,32 +187,39 @@ Array<T> map_array(const std::filesystem::path& path, ArrayInfo* out_info, bool 
   const std::uint64_t size = std::uint64_t(st.st_size);
   Header h{};
   if (size < sizeof h)
-    throw_input(path, 0, "truncated: expected a " + std::to_string(sizeof h) +
-                             "-byte header, found " + std::to_string(size) + " bytes");
+    throw_input(path, 0,
+                "truncated: expected a " + std::to_string(sizeof h) + "-byte header, found " +
+                    std::to_string(size) + " bytes");
   if (::pread(fd, &h, sizeof h, 0) != ssize_t(sizeof h)) throw_system(path, "read failed");
-  if (std::memcmp(h.magic, kMagic, 8) != 0) throw_input(path, 0, "not a halo array file (bad magic)");
+  if (std::memcmp(h.magic, kMagic, 8) != 0)
+    throw_input(path, 0, "not a halo array file (bad magic)");
   if (h.version != kVersion)
-    throw_input(path, 0, "array format version " + std::to_string(h.version) +
-                             ", this halo reads version " + std::to_string(kVersion));
+    throw_input(path, 0,
+                "array format version " + std::to_string(h.version) + ", this halo reads version " +
+                    std::to_string(kVersion));
   if (h.dtype != std::uint32_t(dtype_of<T>()))
-    throw_input(path, 0, std::string("expected dtype ") + dtype_name(dtype_of<T>()) + ", found " +
-                             dtype_name(DType(h.dtype)));
+    throw_input(path, 0,
+                std::string("expected dtype ") + dtype_name(dtype_of<T>()) + ", found " +
+                    dtype_name(DType(h.dtype)));
   // Checked in this order so that no product or sum below can wrap: a header claiming 2^62 x 4
   // elements must not pass as a small payload (it would map a few bytes and index far past them).
   std::uint64_t elements = 0, expect_payload = 0;
   if (__builtin_mul_overflow(h.rows, h.cols, &elements) ||
       __builtin_mul_overflow(elements, std::uint64_t(sizeof(T)), &expect_payload) ||
       h.payload_bytes != expect_payload)
-    throw_input(path, 0, "header shape " + std::to_string(h.rows) + "x" + std::to_string(h.cols) +
-                             " disagrees with its payload size " + std::to_string(h.payload_bytes));
+    throw_input(path, 0,
+                "header shape " + std::to_string(h.rows) + "x" + std::to_string(h.cols) +
+                    " disagrees with its payload size " + std::to_string(h.payload_bytes));
   if (h.payload_bytes > size || size - sizeof h != h.payload_bytes)
-    throw_input(path, 0, "truncated: expected " + std::to_string(sizeof h + h.payload_bytes) +
-                             " bytes, found " + std::to_string(size));
+    throw_input(path, 0,
+                "truncated: expected " + std::to_string(sizeof h + h.payload_bytes) +
+                    " bytes, found " + std::to_string(size));
   if (verify) {
     const std::uint32_t crc = crc_of_file(fd, path, sizeof h, h.payload_bytes);
     if (crc != h.crc32)
-      throw_input(path, 0, "checksum mismatch: header says crc32 " + std::to_string(h.crc32) +
-                               ", data gives " + std::to_string(crc) + " (file corrupted)");
+      throw_input(path, 0,
+                  "checksum mismatch: header says crc32 " + std::to_string(h.crc32) +
+                      ", data gives " + std::to_string(crc) + " (file corrupted)");
   }
   if (out_info) *out_info = {DType(h.dtype), h.rows, h.cols, std::uint32_t(h.crc32)};
   if (h.payload_bytes == 0) return Array<T>(std::vector<T>());
@@ -216,9 +233,9 @@ Array<T> map_array(const std::filesystem::path& path, ArrayInfo* out_info, bool 
   return Array<T>::view(map, data, std::size_t(h.rows * h.cols));
 }
 
-#define HALO_INSTANTIATE(T)                                                                     \
-  template ArrayInfo write_array<T>(const std::filesystem::path&, const T*, std::uint64_t,      \
-                                    std::uint64_t);                                             \
+#define HALO_INSTANTIATE(T)                                                                \
+  template ArrayInfo write_array<T>(const std::filesystem::path&, const T*, std::uint64_t, \
+                                    std::uint64_t);                                        \
   template Array<T> map_array<T>(const std::filesystem::path&, ArrayInfo*, bool);
 HALO_INSTANTIATE(std::int8_t)
 HALO_INSTANTIATE(std::int32_t)

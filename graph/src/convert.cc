@@ -19,7 +19,7 @@ using json = nlohmann::json;
 
 Format parse_format(const std::string& name) {
   static const std::pair<const char*, Format> kNames[] = {
-      {"auto", Format::kAuto},     {"ogb", Format::kOgb},       {"metis", Format::kMetis},
+      {"auto", Format::kAuto},         {"ogb", Format::kOgb},       {"metis", Format::kMetis},
       {"edgelist", Format::kEdgeList}, {"konect", Format::kKonect}, {"snap", Format::kSnap},
       {"jodie", Format::kJodie}};
   for (const auto& [n, f] : kNames)
@@ -30,13 +30,20 @@ Format parse_format(const std::string& name) {
 
 const char* format_name(Format f) {
   switch (f) {
-    case Format::kAuto: return "auto";
-    case Format::kOgb: return "ogb";
-    case Format::kMetis: return "metis";
-    case Format::kEdgeList: return "edgelist";
-    case Format::kKonect: return "konect";
-    case Format::kSnap: return "snap";
-    case Format::kJodie: return "jodie";
+    case Format::kAuto:
+      return "auto";
+    case Format::kOgb:
+      return "ogb";
+    case Format::kMetis:
+      return "metis";
+    case Format::kEdgeList:
+      return "edgelist";
+    case Format::kKonect:
+      return "konect";
+    case Format::kSnap:
+      return "snap";
+    case Format::kJodie:
+      return "jodie";
   }
   return "auto";
 }
@@ -72,8 +79,9 @@ Format detect_format(const fs::path& path) {
   if (is_dir(path)) {
     if (is_dir(path / "raw")) return Format::kOgb;
     if (present(path / "meta.json"))
-      throw InputError(path.string() + ": a halo dataset or partition already (meta.json): convert reads "
-                                       "raw formats (an OGB root with raw/, METIS, edge or event lists)");
+      throw InputError(path.string() +
+                       ": a halo dataset or partition already (meta.json): convert reads "
+                       "raw formats (an OGB root with raw/, METIS, edge or event lists)");
     throw InputError(path.string() + ": a directory without raw/: expected an OGB dataset root");
   }
   const std::string ext = path.extension().string();
@@ -82,7 +90,8 @@ Format detect_format(const fs::path& path) {
   if (first.rfind("user_id", 0) == 0) return Format::kJodie;
   if (first.rfind('%', 0) == 0) {
     const auto p = first.find_first_not_of("% \t");
-    const std::string word = p == std::string::npos ? "" : first.substr(p, first.find_first_of(" \t", p) - p);
+    const std::string word =
+        p == std::string::npos ? "" : first.substr(p, first.find_first_of(" \t", p) - p);
     if (word == "sym" || word == "asym" || word == "bip") return Format::kKonect;
   }
   return Format::kEdgeList;
@@ -111,29 +120,35 @@ std::int64_t stream_text_features(const fs::path& path, std::int64_t n, DatasetW
   auto out = w.open("features", DType::kFloat32, std::uint64_t(n), std::uint64_t(f));
   // Rows are written 4096 at a time, fewer when rows are wide: the batch stays within 16 MiB
   // whatever the column count of the first line claims.
-  const std::int64_t kBatch = std::clamp<std::int64_t>((std::int64_t(16) << 20) / (4 * std::int64_t(f)), 1, 4096);
+  const std::int64_t kBatch =
+      std::clamp<std::int64_t>((std::int64_t(16) << 20) / (4 * std::int64_t(f)), 1, 4096);
   std::vector<float> batch(static_cast<std::size_t>(kBatch * f));
   std::int64_t rows = 0, batch_start = 0, in_batch = 0;
-  *text_bytes += for_each_line(path, [&](LineCursor& c) {
-    if (rows >= n)
-      c.fail("more feature rows than the " + std::to_string(n) +
-             " nodes num-node-list.csv.gz declares");
-    float* row = batch.data() + in_batch * f;
-    for (int k = 0; k < f; ++k) row[k] = c.next_float("a feature value");
-    c.expect_end(f);
-    if (!inv.empty()) {
-      out->write_rows(std::uint64_t(inv[std::size_t(rows)]), row, 1);
-    } else if (++in_batch == kBatch) {
-      out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
-      batch_start += in_batch;
-      in_batch = 0;
-    }
-    ++rows;
-  }, "reading features");
-  if (inv.empty()) out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
+  *text_bytes += for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (rows >= n)
+          c.fail("more feature rows than the " + std::to_string(n) +
+                 " nodes num-node-list.csv.gz declares");
+        float* row = batch.data() + in_batch * f;
+        for (int k = 0; k < f; ++k) row[k] = c.next_float("a feature value");
+        c.expect_end(f);
+        if (!inv.empty()) {
+          out->write_rows(std::uint64_t(inv[std::size_t(rows)]), row, 1);
+        } else if (++in_batch == kBatch) {
+          out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
+          batch_start += in_batch;
+          in_batch = 0;
+        }
+        ++rows;
+      },
+      "reading features");
+  if (inv.empty())
+    out->write_rows(std::uint64_t(batch_start), batch.data(), std::uint64_t(in_batch));
   if (rows != n)
-    throw_input(path, 0, "has " + std::to_string(rows) + " feature rows, num-node-list.csv.gz declares " +
-                             std::to_string(n) + " nodes");
+    throw_input(path, 0,
+                "has " + std::to_string(rows) + " feature rows, num-node-list.csv.gz declares " +
+                    std::to_string(n) + " nodes");
   w.record("features", out->finish());
   return f;
 }
@@ -151,9 +166,10 @@ std::int64_t stream_npz_features(const NpzReader& npz, const fs::path& path, std
     // Features are finite whatever format they come in (DESIGN.md, invariant 7).
     for (std::size_t i = 0; i < count; ++i)
       if (!std::isfinite(v[i]))
-        throw_input(path, 0, "node_feat[" + std::to_string((first + i) / f) + ", " +
-                                 std::to_string((first + i) % f) + "] is " + (std::isnan(v[i]) ? "NaN" : "infinite") +
-                                 ": expected finite features");
+        throw_input(path, 0,
+                    "node_feat[" + std::to_string((first + i) / f) + ", " +
+                        std::to_string((first + i) % f) + "] is " +
+                        (std::isnan(v[i]) ? "NaN" : "infinite") + ": expected finite features");
     if (inv.empty()) {
       // Whole rows go straight out; a partial row is completed through the row buffer.
       std::uint64_t i = 0;
@@ -190,30 +206,32 @@ EdgeList read_npz_edges(const NpzReader& npz, const fs::path& path, std::int64_t
   edges.num_nodes = n;
   edges.src.resize(e);
   edges.dst.resize(e);
-  stream_as<std::int64_t>(npz, "edge_index",
-                          [&](const std::int64_t* v, std::size_t count, std::uint64_t first) {
-                            for (std::size_t i = 0; i < count; ++i) {
-                              const std::uint64_t idx = first + i;
-                              if (v[i] < 0 || v[i] >= n)
-                                throw_input(path, 0, "edge_index[" + std::to_string(idx / e) + ", " +
-                                                         std::to_string(idx % e) + "] = " +
-                                                         std::to_string(v[i]) + " out of range [0, " +
-                                                         std::to_string(n) + ")");
-                              (idx < e ? edges.src[idx] : edges.dst[idx - e]) = NodeId(v[i]);
-                            }
-                          });
+  stream_as<std::int64_t>(
+      npz, "edge_index", [&](const std::int64_t* v, std::size_t count, std::uint64_t first) {
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::uint64_t idx = first + i;
+          if (v[i] < 0 || v[i] >= n)
+            throw_input(path, 0,
+                        "edge_index[" + std::to_string(idx / e) + ", " + std::to_string(idx % e) +
+                            "] = " + std::to_string(v[i]) + " out of range [0, " +
+                            std::to_string(n) + ")");
+          (idx < e ? edges.src[idx] : edges.dst[idx - e]) = NodeId(v[i]);
+        }
+      });
   return edges;
 }
 
 std::int64_t npz_count(const NpzReader& npz, const fs::path& path, const char* key) {
   const auto v = read_all_as<std::int64_t>(npz, key);
   if (v.size() != 1)
-    throw_input(path, 0, std::string(key) + ": expected one graph (a node-property dataset), found " +
-                             std::to_string(v.size()));
+    throw_input(path, 0,
+                std::string(key) + ": expected one graph (a node-property dataset), found " +
+                    std::to_string(v.size()));
   return v[0];
 }
 
-ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const ConvertOptions& opt) {
+ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
+                          const ConvertOptions& opt) {
   ConvertReport rep;
   OgbPaths p;
   p.root = input;
@@ -235,8 +253,10 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
     edges = read_npz_edges(*npz, data, n);
   } else {
     n = read_count_file(require(p.raw / "num-node-list.csv.gz", "OGB raw layout"));
-    if (n > kMaxNodes) throw_input(p.raw / "num-node-list.csv.gz", 0, "more nodes than int32 ids allow");
-    const std::int64_t e = read_count_file(require(p.raw / "num-edge-list.csv.gz", "OGB raw layout"));
+    if (n > kMaxNodes)
+      throw_input(p.raw / "num-node-list.csv.gz", 0, "more nodes than int32 ids allow");
+    const std::int64_t e =
+        read_count_file(require(p.raw / "num-edge-list.csv.gz", "OGB raw layout"));
     const fs::path ef = require(p.raw / "edge.csv.gz", "OGB raw layout");
     edges = read_ogb_edges(ef, n, e, &rep.text_bytes);
   }
@@ -272,18 +292,20 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
       throw_input(lp, 0, "node_label: expected " + std::to_string(n) + " rows");
     d.label_cols = info.shape.size() > 1 ? std::int64_t(info.shape[1]) : 1;
     labels.reserve(std::size_t(n * d.label_cols));
-    stream_as<double>(lab, "node_label", [&](const double* v, std::size_t count, std::uint64_t first) {
-      for (std::size_t i = 0; i < count; ++i) {
-        if (std::isnan(v[i])) {
-          labels.push_back(-1);
-        } else if (v[i] < 0 || v[i] > INT32_MAX || v[i] != std::floor(v[i])) {
-          throw_input(lp, 0, "node_label[" + std::to_string(first + i) +
-                                 "]: expected a non-negative integer or NaN");
-        } else {
-          labels.push_back(std::int32_t(v[i]));
-        }
-      }
-    });
+    stream_as<double>(lab, "node_label",
+                      [&](const double* v, std::size_t count, std::uint64_t first) {
+                        for (std::size_t i = 0; i < count; ++i) {
+                          if (std::isnan(v[i])) {
+                            labels.push_back(-1);
+                          } else if (v[i] < 0 || v[i] > INT32_MAX || v[i] != std::floor(v[i])) {
+                            throw_input(lp, 0,
+                                        "node_label[" + std::to_string(first + i) +
+                                            "]: expected a non-negative integer or NaN");
+                          } else {
+                            labels.push_back(std::int32_t(v[i]));
+                          }
+                        }
+                      });
   } else if (present(p.raw / "node-label.csv.gz")) {
     labels = read_ogb_labels(p.raw / "node-label.csv.gz", n, &d.label_cols, &rep.text_bytes);
   }
@@ -311,7 +333,8 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
       std::vector<std::string> files;  // the set files read so far, named in overlap errors
       auto load = [&](const char* part) {
         fs::path f = dir / (std::string(part) + ".csv.gz");
-        if (!present(f) && present(dir / (std::string(part) + ".csv"))) f = dir / (std::string(part) + ".csv");
+        if (!present(f) && present(dir / (std::string(part) + ".csv")))
+          f = dir / (std::string(part) + ".csv");
         require(f, std::string("split '") + s.name + "' needs train, valid and test");
         files.push_back(f.filename().string());
         std::vector<NodeId> ids =
@@ -334,7 +357,8 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output, const C
   if (!d.original_ids.empty()) w.put("original_ids", d.original_ids);
 
   json meta = graph_meta(d);
-  meta["source"] = {{"format", p.binary ? "ogb-npz" : "ogb"}, {"path", fs::absolute(input).string()}};
+  meta["source"] = {{"format", p.binary ? "ogb-npz" : "ogb"},
+                    {"path", fs::absolute(input).string()}};
   w.commit(std::move(meta));
   rep.kind = "graph";
   rep.nodes = n;
@@ -360,8 +384,9 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
     throw ParamError(std::string(opt.num_nodes > 0 ? "--num-nodes" : "--one-based") +
                      " applies to edge lists only, not to " + format_name(f) + " input");
   if (opt.allow_sparse_ids && f != Format::kEdgeList && !is_temporal(f))
-    throw ParamError(std::string("--allow-sparse-ids applies to edge and event lists only, not to ") +
-                     format_name(f) + " input");
+    throw ParamError(
+        std::string("--allow-sparse-ids applies to edge and event lists only, not to ") +
+        format_name(f) + " input");
   ConvertReport rep;
   if (f == Format::kOgb) {
     if (!is_dir(input)) throw InputError(input.string() + ": expected an OGB dataset directory");
@@ -387,7 +412,8 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
       reorder_dataset(d, rcm_order(d.graph.view()));
       d.reorder = "rcm";
     }
-    const json extra = {{"source", {{"format", format_name(f)}, {"path", fs::absolute(input).string()}}}};
+    const json extra = {
+        {"source", {{"format", format_name(f)}, {"path", fs::absolute(input).string()}}}};
     write_graph_dataset(d, output, opt.overwrite, &extra);
     rep.kind = "graph";
     rep.nodes = d.num_nodes();

@@ -153,8 +153,8 @@ bool is_symmetric(const CsrView& g, NodeId* bad_u, NodeId* bad_v) {
       const NodeId* b = g.begin(v);
       const NodeId* end = g.end(v);
       const NodeId* it = std::lower_bound(b, end, NodeId(u));
-      const bool ok = it != end && *it == u &&
-                      (!g.values || g.values[g.offsets[v] + (it - b)] == g.values[e]);
+      const bool ok =
+          it != end && *it == u && (!g.values || g.values[g.offsets[v] + (it - b)] == g.values[e]);
       if (!ok) {
         if (bad_u) *bad_u = NodeId(u);
         if (bad_v) *bad_v = v;

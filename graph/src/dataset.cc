@@ -30,15 +30,18 @@ void write_json_file(const fs::path& path, const json& j) { write_file(path, j.d
 
 const char* label_kind_name(LabelKind k) {
   switch (k) {
-    case LabelKind::kNone: return "none";
-    case LabelKind::kMulticlass: return "multiclass";
-    case LabelKind::kMultilabel: return "multilabel";
+    case LabelKind::kNone:
+      return "none";
+    case LabelKind::kMulticlass:
+      return "multiclass";
+    case LabelKind::kMultilabel:
+      return "multilabel";
   }
   return "none";
 }
 
 LabelKind label_kind_from_name(const std::string& name) {
-  return name == "multiclass" ? LabelKind::kMulticlass
+  return name == "multiclass"   ? LabelKind::kMulticlass
          : name == "multilabel" ? LabelKind::kMultilabel
                                 : LabelKind::kNone;
 }
@@ -135,7 +138,8 @@ void DatasetWriter::commit(json meta) {
 json graph_meta(const GraphDataset& d) {
   json splits = json::object();
   for (const auto& s : d.splits)
-    splits[s.name] = {{"train", s.train.size()}, {"valid", s.valid.size()}, {"test", s.test.size()}};
+    splits[s.name] = {
+        {"train", s.train.size()}, {"valid", s.valid.size()}, {"test", s.test.size()}};
   return {{"kind", "graph"},
           {"name", d.name},
           {"nodes", d.graph.num_nodes},
@@ -225,7 +229,8 @@ std::int64_t meta_int(const json& j, const std::string& key, const fs::path& fil
   } else {
     throw_input(file, 0, "\"" + key + "\": expected " + range + ", found " + shown(v));
   }
-  if (x < lo || x > hi) throw_input(file, 0, "\"" + key + "\": expected " + range + ", found " + shown(v));
+  if (x < lo || x > hi)
+    throw_input(file, 0, "\"" + key + "\": expected " + range + ", found " + shown(v));
   return x;
 }
 
@@ -235,19 +240,23 @@ std::string meta_string(const json& j, const std::string& key, const fs::path& f
     if (fallback) return *fallback;
     throw_input(file, 0, "\"" + key + "\" is missing (expected a string)");
   }
-  if (!j[key].is_string()) throw_input(file, 0, "\"" + key + "\": expected a string, found " + shown(j[key]));
+  if (!j[key].is_string())
+    throw_input(file, 0, "\"" + key + "\": expected a string, found " + shown(j[key]));
   return j[key].get<std::string>();
 }
 
 bool meta_bool(const json& j, const std::string& key, const fs::path& file, bool fallback) {
   if (!j.is_object() || !j.contains(key)) return fallback;
-  if (!j[key].is_boolean()) throw_input(file, 0, "\"" + key + "\": expected true or false, found " + shown(j[key]));
+  if (!j[key].is_boolean())
+    throw_input(file, 0, "\"" + key + "\": expected true or false, found " + shown(j[key]));
   return j[key].get<bool>();
 }
 
 const json& meta_object(const json& j, const std::string& key, const fs::path& file) {
-  if (!j.is_object() || !j.contains(key)) throw_input(file, 0, "\"" + key + "\" is missing (expected an object)");
-  if (!j[key].is_object()) throw_input(file, 0, "\"" + key + "\": expected an object, found " + shown(j[key]));
+  if (!j.is_object() || !j.contains(key))
+    throw_input(file, 0, "\"" + key + "\" is missing (expected an object)");
+  if (!j[key].is_object())
+    throw_input(file, 0, "\"" + key + "\": expected an object, found " + shown(j[key]));
   return j[key];
 }
 
@@ -269,16 +278,20 @@ json read_meta(const fs::path& dir, const std::string& format, int version) {
   }
   const json* fmt = j.is_object() && j.contains("format") ? &j["format"] : nullptr;
   if (!fmt || !fmt->is_string() || fmt->get<std::string>() != format) {
-    std::string what = "not a " + format + " (\"format\" is " + (fmt ? shown(*fmt) : "missing") + ")";
+    std::string what =
+        "not a " + format + " (\"format\" is " + (fmt ? shown(*fmt) : "missing") + ")";
     // The usual mix-up: a partition where a dataset is expected, or the reverse.
-    if (fmt && *fmt == "halo-parts") what += ": a partition (halo partition's output) where a dataset is expected";
-    if (fmt && *fmt == "halo-dataset") what += ": a dataset where a partition or one of its parts is expected";
+    if (fmt && *fmt == "halo-parts")
+      what += ": a partition (halo partition's output) where a dataset is expected";
+    if (fmt && *fmt == "halo-dataset")
+      what += ": a dataset where a partition or one of its parts is expected";
     throw_input(p, 0, what);
   }
   const json* ver = j.contains("version") ? &j["version"] : nullptr;
   if (!ver || !ver->is_number_integer() || ver->get<std::int64_t>() != version)
-    throw_input(p, 0, format + " version " + (ver ? shown(*ver) : "missing") + ", this halo reads version " +
-                          std::to_string(version));
+    throw_input(p, 0,
+                format + " version " + (ver ? shown(*ver) : "missing") +
+                    ", this halo reads version " + std::to_string(version));
   if (!j.contains("arrays") || !j["arrays"].is_object())
     throw_input(p, 0, "malformed: no \"arrays\" table");
   for (const auto& [name, entry] : j["arrays"].items()) {
@@ -287,8 +300,9 @@ json read_meta(const fs::path& dir, const std::string& format, int version) {
     // outside it (no '/', no "..").
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
         !entry.is_object() || meta_string(entry, "file", p, name + ".bin") != name + ".bin")
-      throw_input(p, 0, "\"" + where + "\": expected {\"file\": \"" + name + ".bin\", \"crc32\": ...}, found " +
-                            shown(entry));
+      throw_input(p, 0,
+                  "\"" + where + "\": expected {\"file\": \"" + name +
+                      ".bin\", \"crc32\": ...}, found " + shown(entry));
     meta_int(entry, "crc32", p, 0, 0xffffffffll);
   }
   if (j.contains("fingerprint")) meta_string(j, "fingerprint", p);
@@ -312,7 +326,8 @@ void check_dataset_meta(const json& meta, const fs::path& p) {
     meta_int(meta, "edge_features", p, 0, INT32_MAX, 0);
     return;
   }
-  if (kind != "graph") throw_input(p, 0, "\"kind\": expected \"graph\" or \"temporal\", found " + shown(meta["kind"]));
+  if (kind != "graph")
+    throw_input(p, 0, "\"kind\": expected \"graph\" or \"temporal\", found " + shown(meta["kind"]));
   const std::int64_t n = meta_int(meta, "nodes", p, 0, kMaxNodes);
   meta_int(meta, "edges", p, 0, kMaxCount);
   meta_bool(meta, "directed", p, false);
@@ -322,7 +337,8 @@ void check_dataset_meta(const json& meta, const fs::path& p) {
   meta_string(meta, "reorder", p, "none");
   check_labels_meta(meta_object(meta, "labels", p), p);
   for (const auto& [name, counts] : meta_object(meta, "splits", p).items()) {
-    if (!counts.is_object()) throw_input(p, 0, "\"splits." + name + "\": expected {\"train\", \"valid\", \"test\"}");
+    if (!counts.is_object())
+      throw_input(p, 0, "\"splits." + name + "\": expected {\"train\", \"valid\", \"test\"}");
     for (const char* set : {"train", "valid", "test"}) meta_int(counts, set, p, 0, n);
   }
 }
@@ -332,17 +348,22 @@ void check_dataset_meta(const json& meta, const fs::path& p) {
 void check_labels_meta(const json& lab, const fs::path& p) {
   const std::string lk = meta_string(lab, "kind", p, "none");
   if (lk != "none" && lk != "multiclass" && lk != "multilabel")
-    throw_input(p, 0, "\"labels.kind\": expected \"none\", \"multiclass\" or \"multilabel\", found " + shown(lab["kind"]));
+    throw_input(p, 0,
+                "\"labels.kind\": expected \"none\", \"multiclass\" or \"multilabel\", found " +
+                    shown(lab["kind"]));
   const std::int64_t cols = meta_int(lab, "columns", p, 0, INT32_MAX, 0);
   const std::int64_t classes = meta_int(lab, "classes", p, 0, INT32_MAX, 0);
   if (lk == "none" && cols != 0)
-    throw_input(p, 0, "\"labels\": kind \"none\" with " + std::to_string(cols) + " columns (expected 0)");
+    throw_input(p, 0,
+                "\"labels\": kind \"none\" with " + std::to_string(cols) + " columns (expected 0)");
   if (lk == "multiclass" && cols != 1)
-    throw_input(p, 0, "\"labels\": multiclass labels need 1 column, found " +
-                          std::to_string(cols) + " columns and " + std::to_string(classes) + " classes");
+    throw_input(p, 0,
+                "\"labels\": multiclass labels need 1 column, found " + std::to_string(cols) +
+                    " columns and " + std::to_string(classes) + " classes");
   if (lk == "multilabel" && (cols < 1 || classes != 2))
-    throw_input(p, 0, "\"labels\": multilabel labels need at least 1 column and classes 2, found " +
-                          std::to_string(cols) + " columns and " + std::to_string(classes) + " classes");
+    throw_input(p, 0,
+                "\"labels\": multilabel labels need at least 1 column and classes 2, found " +
+                    std::to_string(cols) + " columns and " + std::to_string(classes) + " classes");
 }
 
 json read_dataset_meta(const fs::path& dir) {
@@ -350,8 +371,9 @@ json read_dataset_meta(const fs::path& dir) {
   const fs::path p = dir / "meta.json";
   check_dataset_meta(meta, p);
   if (meta.contains("fingerprint") && meta["fingerprint"] != arrays_fingerprint(meta["arrays"]))
-    throw_input(p, 0, "\"fingerprint\" " + shown(meta["fingerprint"]) + " disagrees with its arrays (" +
-                          arrays_fingerprint(meta["arrays"]) + "): meta.json edited by hand?");
+    throw_input(p, 0,
+                "\"fingerprint\" " + shown(meta["fingerprint"]) + " disagrees with its arrays (" +
+                    arrays_fingerprint(meta["arrays"]) + "): meta.json edited by hand?");
   return meta;
 }
 
@@ -377,14 +399,15 @@ Array<T> map_listed(const fs::path& dir, const json& meta, const std::string& na
     throw_input(path, 0, "checksum disagrees with meta.json (file replaced or corrupted)");
   if ((expect_rows != kAnyShape && info.rows != expect_rows) ||
       (expect_cols != kAnyShape && info.cols != expect_cols))
-    throw_input(path, 0, "expected shape " + std::to_string(expect_rows) + "x" +
-                             std::to_string(expect_cols) + ", found " + std::to_string(info.rows) +
-                             "x" + std::to_string(info.cols));
+    throw_input(path, 0,
+                "expected shape " + std::to_string(expect_rows) + "x" +
+                    std::to_string(expect_cols) + ", found " + std::to_string(info.rows) + "x" +
+                    std::to_string(info.cols));
   return a;
 }
 
-#define HALO_INSTANTIATE(T)                                                                      \
-  template Array<T> map_listed<T>(const fs::path&, const json&, const std::string&,              \
+#define HALO_INSTANTIATE(T)                                                         \
+  template Array<T> map_listed<T>(const fs::path&, const json&, const std::string&, \
                                   const ReadOptions&, std::uint64_t, std::uint64_t, bool);
 HALO_INSTANTIATE(std::int8_t)
 HALO_INSTANTIATE(std::int32_t)
@@ -418,11 +441,14 @@ std::string entry(std::int64_t i) { return "entry " + std::to_string(i); }
 // row == num_nodes when there is none.
 template <class Bad>
 std::pair<std::int64_t, EdgeId> first_bad_entry(const CsrView& g, Bad&& bad) {
-  const std::int64_t u = first_bad(g.num_nodes, [&](std::int64_t r) {
-    for (EdgeId e = g.offsets[r]; e < g.offsets[r + 1]; ++e)
-      if (bad(r, e)) return true;
-    return false;
-  }, 1024);
+  const std::int64_t u = first_bad(
+      g.num_nodes,
+      [&](std::int64_t r) {
+        for (EdgeId e = g.offsets[r]; e < g.offsets[r + 1]; ++e)
+          if (bad(r, e)) return true;
+        return false;
+      },
+      1024);
   if (u == g.num_nodes) return {u, 0};
   EdgeId e = g.offsets[u];
   while (!bad(u, e)) ++e;
@@ -435,14 +461,18 @@ void check_offsets(const fs::path& file, const Array<EdgeId>& offsets, std::int6
   const auto n = std::int64_t(offsets.size());
   if (n == 0) throw_input(file, 0, "no offsets (expected at least one entry)");
   const EdgeId* o = offsets.data();
-  if (o[0] != 0) throw_input(file, 0, entry(0) + ": first offset " + std::to_string(o[0]) + ", expected 0");
+  if (o[0] != 0)
+    throw_input(file, 0, entry(0) + ": first offset " + std::to_string(o[0]) + ", expected 0");
   const std::int64_t i = first_bad(n - 1, [&](std::int64_t j) { return o[j + 1] < o[j]; });
   if (i < n - 1)
-    throw_input(file, 0, entry(i + 1) + ": offset " + std::to_string(o[i + 1]) + " below the previous one (" +
-                             std::to_string(o[i]) + "): offsets must not decrease");
+    throw_input(file, 0,
+                entry(i + 1) + ": offset " + std::to_string(o[i + 1]) +
+                    " below the previous one (" + std::to_string(o[i]) +
+                    "): offsets must not decrease");
   if (o[n - 1] != count)
-    throw_input(file, 0, entry(n - 1) + ": last offset " + std::to_string(o[n - 1]) + ", expected the index count " +
-                             std::to_string(count));
+    throw_input(file, 0,
+                entry(n - 1) + ": last offset " + std::to_string(o[n - 1]) +
+                    ", expected the index count " + std::to_string(count));
 }
 
 void check_csr_columns(const fs::path& file, const CsrView& g, std::int64_t cols) {
@@ -456,11 +486,15 @@ void check_csr_columns(const fs::path& file, const CsrView& g, std::int64_t cols
   if (u == g.num_nodes) return;
   const NodeId v = g.indices[e];
   const std::string where = entry(e) + " (row " + std::to_string(u) + "): ";
-  if (v < 0 || v >= cols) throw_input(file, 0, where + "column " + std::to_string(v) + " out of range " + range(0, cols));
-  if (v == u) throw_input(file, 0, where + "self-loop " + std::to_string(u) + " -> " + std::to_string(v) +
-                                       " (a row never stores itself)");
-  throw_input(file, 0, where + "column " + std::to_string(v) + " not above the previous one (" +
-                           std::to_string(g.indices[e - 1]) + "): rows must be sorted, without duplicates");
+  if (v < 0 || v >= cols)
+    throw_input(file, 0, where + "column " + std::to_string(v) + " out of range " + range(0, cols));
+  if (v == u)
+    throw_input(file, 0,
+                where + "self-loop " + std::to_string(u) + " -> " + std::to_string(v) +
+                    " (a row never stores itself)");
+  throw_input(file, 0,
+              where + "column " + std::to_string(v) + " not above the previous one (" +
+                  std::to_string(g.indices[e - 1]) + "): rows must be sorted, without duplicates");
 }
 
 namespace {
@@ -521,18 +555,22 @@ void check_symmetric(const fs::path& file, const CsrView& g) {
   const auto [u, e] = first_bad_entry(g, bad_entry);
   if (u == g.num_nodes) return;
   const std::string edge = std::to_string(u) + " -> " + std::to_string(g.indices[e]);
-  throw_input(file, 0, entry(e) + " (row " + std::to_string(u) + "): edge " + edge +
-                           (reverse(u, e) < 0 ? " has no reverse" : " has a reverse of another weight") +
-                           ", but meta.json says the graph is undirected");
+  throw_input(file, 0,
+              entry(e) + " (row " + std::to_string(u) + "): edge " + edge +
+                  (reverse(u, e) < 0 ? " has no reverse" : " has a reverse of another weight") +
+                  ", but meta.json says the graph is undirected");
 }
 
 void check_increasing(const fs::path& file, const NodeId* ids, std::int64_t begin, std::int64_t end,
                       const std::string& what) {
   if (end - begin < 2) return;
-  const std::int64_t i = first_bad(end - begin - 1, [&](std::int64_t j) { return ids[begin + j + 1] <= ids[begin + j]; });
+  const std::int64_t i = first_bad(
+      end - begin - 1, [&](std::int64_t j) { return ids[begin + j + 1] <= ids[begin + j]; });
   if (i < end - begin - 1)
-    throw_input(file, 0, entry(begin + i + 1) + ": id " + std::to_string(ids[begin + i + 1]) + " not above the previous one (" +
-                             std::to_string(ids[begin + i]) + "): " + what + " must be in increasing id order");
+    throw_input(file, 0,
+                entry(begin + i + 1) + ": id " + std::to_string(ids[begin + i + 1]) +
+                    " not above the previous one (" + std::to_string(ids[begin + i]) +
+                    "): " + what + " must be in increasing id order");
 }
 
 void check_ids(const fs::path& file, const Array<NodeId>& ids, std::int64_t bound,
@@ -540,7 +578,9 @@ void check_ids(const fs::path& file, const Array<NodeId>& ids, std::int64_t boun
   const auto n = std::int64_t(ids.size());
   const NodeId* x = ids.data();
   const std::int64_t i = first_bad(n, [&](std::int64_t j) { return x[j] < 0 || x[j] >= bound; });
-  if (i < n) throw_input(file, 0, entry(i) + ": id " + std::to_string(x[i]) + " out of range " + range(0, bound));
+  if (i < n)
+    throw_input(file, 0,
+                entry(i) + ": id " + std::to_string(x[i]) + " out of range " + range(0, bound));
   if (!seen) return;
   seen->resize(std::size_t((bound + 63) / 64), 0);
   // Fast path: mark in parallel; only when some id was marked already, find the first one
@@ -550,7 +590,8 @@ void check_ids(const fs::path& file, const Array<NodeId>& ids, std::int64_t boun
 #pragma omp parallel for schedule(static) reduction(+ : clashes)
   for (std::int64_t j = 0; j < n; ++j) {
     const std::uint64_t bit = std::uint64_t(1) << (x[j] & 63);
-    clashes += (std::atomic_ref<std::uint64_t>((*seen)[std::size_t(x[j] >> 6)]).fetch_or(bit) & bit) != 0;
+    clashes +=
+        (std::atomic_ref<std::uint64_t>((*seen)[std::size_t(x[j] >> 6)]).fetch_or(bit) & bit) != 0;
   }
   if (clashes == 0) return;
   std::vector<std::uint64_t> mark = before;
@@ -559,9 +600,11 @@ void check_ids(const fs::path& file, const Array<NodeId>& ids, std::int64_t boun
     std::uint64_t& w = mark[std::size_t(x[j] >> 6)];
     if (w & bit) {
       const bool earlier_here = (before[std::size_t(x[j] >> 6)] & bit) == 0;
-      throw_input(file, 0, entry(j) + ": id " + std::to_string(x[j]) +
-                               (earlier_here || clash.empty() ? " repeated (ids must be distinct)"
-                                                              : " also in " + clash + " (expected disjoint sets)"));
+      throw_input(
+          file, 0,
+          entry(j) + ": id " + std::to_string(x[j]) +
+              (earlier_here || clash.empty() ? " repeated (ids must be distinct)"
+                                             : " also in " + clash + " (expected disjoint sets)"));
     }
     w |= bit;
   }
@@ -580,12 +623,15 @@ void check_finite(const fs::path& file, const Array<float>& values) {
     any_bad |= std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
   }
   if (!any_bad) return;
-  const std::int64_t i = first_bad(n, [&](std::int64_t j) { return !std::isfinite(x[j]); }, 1 << 16);
-  if (i < n) throw_input(file, 0, entry(i) + ": value " + std::to_string(x[i]) + ", expected a finite number");
+  const std::int64_t i = first_bad(
+      n, [&](std::int64_t j) { return !std::isfinite(x[j]); }, 1 << 16);
+  if (i < n)
+    throw_input(file, 0,
+                entry(i) + ": value " + std::to_string(x[i]) + ", expected a finite number");
 }
 
-void check_labels(const fs::path& file, const Array<std::int32_t>& labels, LabelKind kind, std::int64_t cols,
-                  std::int64_t classes) {
+void check_labels(const fs::path& file, const Array<std::int32_t>& labels, LabelKind kind,
+                  std::int64_t cols, std::int64_t classes) {
   if (kind == LabelKind::kNone || cols == 0) return;
   const std::int32_t* y = labels.data();
   const auto n = std::int64_t(labels.size());
@@ -593,10 +639,12 @@ void check_labels(const fs::path& file, const Array<std::int32_t>& labels, Label
   const std::int64_t hi = multi ? 2 : classes;  // multilabel: 0/1 per task, -1 = missing
   const std::int64_t i = first_bad(n, [&](std::int64_t j) { return y[j] < -1 || y[j] >= hi; });
   if (i < n)
-    throw_input(file, 0, entry(i) + " (row " + std::to_string(i / cols) + "): label " + std::to_string(y[i]) +
-                             (multi ? ", expected 0, 1 or -1 (missing)"
-                                    : " out of range [-1, " + std::to_string(classes) + ") (" +
-                                          std::to_string(classes) + " classes, -1 = missing)"));
+    throw_input(file, 0,
+                entry(i) + " (row " + std::to_string(i / cols) + "): label " +
+                    std::to_string(y[i]) +
+                    (multi ? ", expected 0, 1 or -1 (missing)"
+                           : " out of range [-1, " + std::to_string(classes) + ") (" +
+                                 std::to_string(classes) + " classes, -1 = missing)"));
 }
 
 void check_splits(const fs::path& dir, const std::vector<Split>& splits, std::int64_t n) {
@@ -622,8 +670,9 @@ void validate_graph_dataset(const GraphDataset& d, const fs::path& dir) {
     const auto size = std::int64_t(d.node_weights.size());
     const std::int64_t i = first_bad(size, [&](std::int64_t j) { return w[j] < 0; });
     if (i < size)
-      throw_input(dir / "node_weights.bin", 0, entry(i) + ": weight " + std::to_string(w[i]) +
-                                                  ", expected a non-negative integer");
+      throw_input(
+          dir / "node_weights.bin", 0,
+          entry(i) + ": weight " + std::to_string(w[i]) + ", expected a non-negative integer");
   }
   check_finite(dir / "features.bin", d.features);
   check_labels(dir / "labels.bin", d.labels, d.label_kind, d.label_cols, d.num_classes);
@@ -638,8 +687,8 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_dataset_meta(dir);  // every field below is type- and range-checked
   const fs::path metap = dir / "meta.json";
   if (meta.value("kind", "graph") != "graph")
-    throw_input(metap, 0, "a " + meta.value("kind", std::string()) +
-                              " dataset, expected a graph dataset");
+    throw_input(metap, 0,
+                "a " + meta.value("kind", std::string()) + " dataset, expected a graph dataset");
   try {
     GraphDataset d;
     d.name = meta.value("name", "");
@@ -655,27 +704,27 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
     d.ncon = int(meta.value("node_weights", 0));
     if (d.ncon > 0)
       d.node_weights = map_listed<std::int32_t>(dir, meta, "node_weights", opt, std::uint64_t(n),
-                                          std::uint64_t(d.ncon));
+                                                std::uint64_t(d.ncon));
     d.num_features = meta.value("features", std::int64_t(0));
     if (d.num_features > 0)
-      d.features =
-          map_listed<float>(dir, meta, "features", opt, std::uint64_t(n), std::uint64_t(d.num_features));
+      d.features = map_listed<float>(dir, meta, "features", opt, std::uint64_t(n),
+                                     std::uint64_t(d.num_features));
     const json& lab = meta.at("labels");
     d.label_cols = lab.value("columns", std::int64_t(0));
     d.num_classes = lab.value("classes", std::int64_t(0));
     d.label_kind = label_kind_from_name(lab.value("kind", "none"));
     if (d.label_cols > 0)
       d.labels = map_listed<std::int32_t>(dir, meta, "labels", opt, std::uint64_t(n),
-                                    std::uint64_t(d.label_cols));
+                                          std::uint64_t(d.label_cols));
     for (const auto& [name, counts] : meta.at("splits").items()) {
       Split s;
       s.name = name;
       s.train = map_listed<NodeId>(dir, meta, "split." + name + ".train", opt,
-                             counts.at("train").get<std::uint64_t>(), 1);
+                                   counts.at("train").get<std::uint64_t>(), 1);
       s.valid = map_listed<NodeId>(dir, meta, "split." + name + ".valid", opt,
-                             counts.at("valid").get<std::uint64_t>(), 1);
+                                   counts.at("valid").get<std::uint64_t>(), 1);
       s.test = map_listed<NodeId>(dir, meta, "split." + name + ".test", opt,
-                            counts.at("test").get<std::uint64_t>(), 1);
+                                  counts.at("test").get<std::uint64_t>(), 1);
       d.splits.push_back(std::move(s));
     }
     d.reorder = meta.value("reorder", "none");
@@ -691,8 +740,9 @@ TemporalDataset read_temporal_dataset(const fs::path& dir, const ReadOptions& op
   const json meta = read_dataset_meta(dir);
   const fs::path metap = dir / "meta.json";
   if (meta.value("kind", "graph") != "temporal")
-    throw_input(metap, 0, "a " + meta.value("kind", std::string("graph")) +
-                              " dataset, expected a temporal dataset");
+    throw_input(
+        metap, 0,
+        "a " + meta.value("kind", std::string("graph")) + " dataset, expected a temporal dataset");
   try {
     TemporalDataset d;
     d.name = meta.value("name", "");
@@ -706,7 +756,7 @@ TemporalDataset read_temporal_dataset(const fs::path& dir, const ReadOptions& op
     d.edge_feature_dim = meta.value("edge_features", std::int64_t(0));
     if (d.edge_feature_dim > 0)
       d.edge_features = map_listed<float>(dir, meta, "events.features", opt, e,
-                                    std::uint64_t(d.edge_feature_dim));
+                                          std::uint64_t(d.edge_feature_dim));
     d.labels = map_listed<std::int32_t>(dir, meta, "events.labels", opt, e, 1, false);
     // The stream as the temporal trainer indexes it: node ids address memory rows, and batches
     // are cut by time, which must be finite and non-decreasing.
@@ -714,14 +764,15 @@ TemporalDataset read_temporal_dataset(const fs::path& dir, const ReadOptions& op
     check_ids(dir / "events.dst.bin", d.dst, d.num_nodes);
     const double* t = d.time.data();
     const auto events = std::int64_t(d.time.size());
-    const std::int64_t i =
-        first_bad(events, [&](std::int64_t j) { return !std::isfinite(t[j]) || (j > 0 && t[j] < t[j - 1]); });
+    const std::int64_t i = first_bad(
+        events, [&](std::int64_t j) { return !std::isfinite(t[j]) || (j > 0 && t[j] < t[j - 1]); });
     if (i < events)
-      throw_input(dir / "events.time.bin", 0, entry(i) + ": time " + std::to_string(t[i]) +
-                                                  (std::isfinite(t[i]) ? " before the previous event's " +
-                                                                             std::to_string(t[i - 1]) +
-                                                                             " (expected non-decreasing times)"
-                                                                       : ", expected a finite number"));
+      throw_input(
+          dir / "events.time.bin", 0,
+          entry(i) + ": time " + std::to_string(t[i]) +
+              (std::isfinite(t[i]) ? " before the previous event's " + std::to_string(t[i - 1]) +
+                                         " (expected non-decreasing times)"
+                                   : ", expected a finite number"));
     check_finite(dir / "events.weight.bin", d.weight);
     check_finite(dir / "events.features.bin", d.edge_features);
     return d;

@@ -295,14 +295,17 @@ void check(const GenerateOptions& o) {
     throw ParamError("--avg-degree must be a finite number > 0 (or give --edges)");
   if (o.edges == 0 && double(o.nodes) * o.avg_degree / 2 > double(kMaxGeneratedEdges))
     throw ParamError("--avg-degree " + std::to_string(o.avg_degree) + " draws more than " +
-                     std::to_string(kMaxGeneratedEdges) + " edges for " + std::to_string(o.nodes) + " nodes");
+                     std::to_string(kMaxGeneratedEdges) + " edges for " + std::to_string(o.nodes) +
+                     " nodes");
   if (o.features < 0 || o.features > kMaxGeneratedFeatures)
     throw ParamError("--features must be in [0, " + std::to_string(kMaxGeneratedFeatures) + "]");
   if (o.classes < 1 || o.classes > o.nodes || o.classes > kMaxGeneratedClasses)
-    throw ParamError("--classes must be in [1, min(nodes, " + std::to_string(kMaxGeneratedClasses) + ")]");
+    throw ParamError("--classes must be in [1, min(nodes, " + std::to_string(kMaxGeneratedClasses) +
+                     ")]");
   if (!(o.homophily >= 0 && o.homophily <= 1)) throw ParamError("--homophily must be in [0, 1]");
   if (!(std::isfinite(o.skew) && o.skew > 1)) throw ParamError("skew must be a finite number > 1");
-  if (!(std::isfinite(o.noise) && o.noise >= 0)) throw ParamError("--noise must be a finite number >= 0");
+  if (!(std::isfinite(o.noise) && o.noise >= 0))
+    throw ParamError("--noise must be a finite number >= 0");
   if (!(o.locality >= 0 && o.locality <= 1)) throw ParamError("--locality must be in [0, 1]");
   if (o.community_size < 1) throw ParamError("--community-size must be >= 1");
   if (o.neighbourhood_classes < 1) throw ParamError("--neighbourhood-classes must be >= 1");
@@ -332,7 +335,8 @@ void write_native(const Model& g, const fs::path& dir) {
   w.put("offsets", d.graph.offsets.data(), std::uint64_t(o.nodes + 1));
   w.put("indices", d.graph.indices);
   if (o.features > 0) {
-    auto out = w.open("features", DType::kFloat32, std::uint64_t(o.nodes), std::uint64_t(o.features));
+    auto out =
+        w.open("features", DType::kFloat32, std::uint64_t(o.nodes), std::uint64_t(o.features));
     std::vector<float> buf(static_cast<std::size_t>(kNodeChunk * o.features));
     for (std::int64_t c = 0; c < g.node_chunks(); ++c) {
       const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
@@ -406,47 +410,58 @@ void write_ogb(const Model& g, const fs::path& dir) {
   };
   write_gz(raw / "num-node-list.csv.gz", 1, one_number(o.nodes), "");
   write_gz(raw / "num-edge-list.csv.gz", 1, one_number(g.m), "");
-  write_gz(raw / "edge.csv.gz", g.edge_chunks(), [&](std::int64_t c, std::string& s) {
-    std::vector<NodeId> src, dst;
-    g.edges(c, src, dst);
-    s.resize(src.size() * 24);
-    char* p = s.data();
-    for (std::size_t i = 0; i < src.size(); ++i) {
-      p = put_int(p, src[i]);
-      *p++ = ',';
-      p = put_int(p, dst[i]);
-      *p++ = '\n';
-    }
-    s.resize(std::size_t(p - s.data()));
-  }, "writing edges");
-  if (o.features > 0)
-    write_gz(raw / "node-feat.csv.gz", g.node_chunks(), [&](std::int64_t c, std::string& s) {
-      const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
-      std::vector<float> x(static_cast<std::size_t>(o.features));
-      s.resize(std::size_t((e - b) * o.features * 16));
-      char* p = s.data();
-      for (std::int64_t v = b; v < e; ++v) {
-        g.features(v, x.data());
-        for (std::int64_t k = 0; k < o.features; ++k) {
-          if (k) *p++ = ',';
-          p = std::to_chars(p, p + 16, x[std::size_t(k)], std::chars_format::fixed, 5).ptr;
+  write_gz(
+      raw / "edge.csv.gz", g.edge_chunks(),
+      [&](std::int64_t c, std::string& s) {
+        std::vector<NodeId> src, dst;
+        g.edges(c, src, dst);
+        s.resize(src.size() * 24);
+        char* p = s.data();
+        for (std::size_t i = 0; i < src.size(); ++i) {
+          p = put_int(p, src[i]);
+          *p++ = ',';
+          p = put_int(p, dst[i]);
+          *p++ = '\n';
         }
-        *p++ = '\n';
-      }
-      s.resize(std::size_t(p - s.data()));
-    }, "writing features");
-  write_gz(raw / "node-label.csv.gz", g.node_chunks(), [&](std::int64_t c, std::string& s) {
-    const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
-    for (std::int64_t v = b; v < e; ++v) (s += std::to_string(g.cls[std::size_t(v)])) += '\n';
-  }, "");
+        s.resize(std::size_t(p - s.data()));
+      },
+      "writing edges");
+  if (o.features > 0)
+    write_gz(
+        raw / "node-feat.csv.gz", g.node_chunks(),
+        [&](std::int64_t c, std::string& s) {
+          const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
+          std::vector<float> x(static_cast<std::size_t>(o.features));
+          s.resize(std::size_t((e - b) * o.features * 16));
+          char* p = s.data();
+          for (std::int64_t v = b; v < e; ++v) {
+            g.features(v, x.data());
+            for (std::int64_t k = 0; k < o.features; ++k) {
+              if (k) *p++ = ',';
+              p = std::to_chars(p, p + 16, x[std::size_t(k)], std::chars_format::fixed, 5).ptr;
+            }
+            *p++ = '\n';
+          }
+          s.resize(std::size_t(p - s.data()));
+        },
+        "writing features");
+  write_gz(
+      raw / "node-label.csv.gz", g.node_chunks(),
+      [&](std::int64_t c, std::string& s) {
+        const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
+        for (std::int64_t v = b; v < e; ++v) (s += std::to_string(g.cls[std::size_t(v)])) += '\n';
+      },
+      "");
   const char* names[3] = {"train", "valid", "test"};
   for (int part = 0; part < 3; ++part)
-    write_gz(split / (std::string(names[part]) + ".csv.gz"), g.node_chunks(),
-             [&](std::int64_t c, std::string& s) {
-               const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
-               for (std::int64_t v = b; v < e; ++v)
-                 if (g.split_of(v) == part) (s += std::to_string(v)) += '\n';
-             }, "");
+    write_gz(
+        split / (std::string(names[part]) + ".csv.gz"), g.node_chunks(),
+        [&](std::int64_t c, std::string& s) {
+          const std::int64_t b = c * kNodeChunk, e = std::min(o.nodes, b + kNodeChunk);
+          for (std::int64_t v = b; v < e; ++v)
+            if (g.split_of(v) == part) (s += std::to_string(v)) += '\n';
+        },
+        "");
   stage.commit();
 }
 
@@ -474,7 +489,8 @@ GeneratedPlace generated_place(const GenerateOptions& options, std::int64_t v) {
 GenerateReport generate(const fs::path& dir, const GenerateOptions& options) {
   Stopwatch clock;
   check(options);
-  resolve_dir_output(dir, options.format == "ogb" ? "ogb" : "halo-dataset", options.overwrite);  // before the work
+  resolve_dir_output(dir, options.format == "ogb" ? "ogb" : "halo-dataset",
+                     options.overwrite);  // before the work
   const Model g(options);
   if (options.format == "ogb")
     write_ogb(g, dir);

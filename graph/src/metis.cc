@@ -27,92 +27,100 @@ GraphDataset read_metis(const std::filesystem::path& path) {
   std::vector<NodeId> row;
   std::int64_t entries = 0;
 
-  for_each_line(path, [&](LineCursor& c) {
-    if (c.starts_with_any("%")) return;
-    if (n < 0) {  // header
-      if (c.blank()) return;
-      header_line = c.line();
-      n = c.next_int("the number of vertices");
-      m = c.next_int("the number of edges");
-      if (n < 0 || n > kMaxNodes) c.fail("vertex count " + std::to_string(n) + " out of range");
-      if (m < 0) c.fail("negative edge count " + std::to_string(m));
-      if (!c.at_end()) {
-        const std::string fmt(c.next_field("fmt"));
-        if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string::npos)
-          c.fail("expected fmt of up to three 0/1 digits, found '" + printable(fmt, 40) + "'");
-        const std::string f3 = std::string(3 - fmt.size(), '0') + fmt;
-        has_vsize = f3[0] == '1';
-        has_vwgt = f3[1] == '1';
-        has_ewgt = f3[2] == '1';
-      }
-      ncon = has_vwgt ? 1 : 0;
-      if (!c.at_end()) {
-        ncon = c.next_int("ncon");
-        if (ncon < 1 || !has_vwgt) c.fail("ncon must be >= 1 and needs fmt with vertex weights");
-        // Multi-constraint partitioning balances a handful of weights; a huge ncon is a typo
-        // that would make every vertex line ncon numbers long.
-        if (ncon > 1024) c.fail("ncon " + std::to_string(ncon) + " out of range [1, 1024]");
-      }
-      c.expect_end(4);
-      edges.num_nodes = n;
-      // The header's counts are claims until the body is read: reserving them outright would
-      // let one wrong digit allocate gigabytes, so vectors start at most 16M and grow.
-      const auto capped = [](std::int64_t want) {
-        return std::size_t(std::clamp<std::int64_t>(want, 0, std::int64_t(1) << 24));
-      };
-      edges.src.reserve(capped(2 * m));
-      edges.dst.reserve(capped(2 * m));
-      if (has_ewgt) edges.weight.reserve(capped(2 * m));
-      vwgt.reserve(capped(n * ncon));
-      line_of.reserve(capped(n));
-      return;
-    }
-    if (vertex == n) {
-      if (!c.blank())
-        c.fail("header (line " + std::to_string(header_line) + ") declares " + std::to_string(n) +
-               " vertices, but the body has more vertex lines");
-      return;
-    }
-    const NodeId u = NodeId(vertex++);
-    line_of.push_back(c.line());
-    if (has_vsize) c.next_int("vertex size");
-    for (std::int64_t k = 0; k < ncon; ++k) {
-      const std::int64_t w = c.next_int("vertex weight");
-      if (w < 0 || w > INT32_MAX) c.fail("vertex weight " + std::to_string(w) + " out of range");
-      vwgt.push_back(std::int32_t(w));
-    }
-    row.clear();
-    while (!c.at_end()) {
-      const std::int64_t v = c.next_int("neighbour id");
-      if (v < 1 || v > n)
-        c.fail("neighbour id " + std::to_string(v) + " out of range [1, " + std::to_string(n) + "]");
-      if (v - 1 == u) c.fail("vertex " + std::to_string(v) + " lists itself (METIS allows no self-loops)");
-      float w = 1;
-      if (has_ewgt) {
-        const std::int64_t ew = c.next_int("edge weight");
-        if (ew <= 0) c.fail("edge weight must be positive, found " + std::to_string(ew));
-        w = float(ew);
-        edges.weight.push_back(w);
-      }
-      edges.src.push_back(u);
-      edges.dst.push_back(NodeId(v - 1));
-      row.push_back(NodeId(v - 1));
-      ++entries;
-    }
-    std::sort(row.begin(), row.end());
-    const auto dup = std::adjacent_find(row.begin(), row.end());
-    if (dup != row.end()) c.fail("vertex lists neighbour " + std::to_string(*dup + 1) + " twice");
-  }, "reading METIS graph");
+  for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (c.starts_with_any("%")) return;
+        if (n < 0) {  // header
+          if (c.blank()) return;
+          header_line = c.line();
+          n = c.next_int("the number of vertices");
+          m = c.next_int("the number of edges");
+          if (n < 0 || n > kMaxNodes) c.fail("vertex count " + std::to_string(n) + " out of range");
+          if (m < 0) c.fail("negative edge count " + std::to_string(m));
+          if (!c.at_end()) {
+            const std::string fmt(c.next_field("fmt"));
+            if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string::npos)
+              c.fail("expected fmt of up to three 0/1 digits, found '" + printable(fmt, 40) + "'");
+            const std::string f3 = std::string(3 - fmt.size(), '0') + fmt;
+            has_vsize = f3[0] == '1';
+            has_vwgt = f3[1] == '1';
+            has_ewgt = f3[2] == '1';
+          }
+          ncon = has_vwgt ? 1 : 0;
+          if (!c.at_end()) {
+            ncon = c.next_int("ncon");
+            if (ncon < 1 || !has_vwgt)
+              c.fail("ncon must be >= 1 and needs fmt with vertex weights");
+            // Multi-constraint partitioning balances a handful of weights; a huge ncon is a typo
+            // that would make every vertex line ncon numbers long.
+            if (ncon > 1024) c.fail("ncon " + std::to_string(ncon) + " out of range [1, 1024]");
+          }
+          c.expect_end(4);
+          edges.num_nodes = n;
+          // The header's counts are claims until the body is read: reserving them outright would
+          // let one wrong digit allocate gigabytes, so vectors start at most 16M and grow.
+          const auto capped = [](std::int64_t want) {
+            return std::size_t(std::clamp<std::int64_t>(want, 0, std::int64_t(1) << 24));
+          };
+          edges.src.reserve(capped(2 * m));
+          edges.dst.reserve(capped(2 * m));
+          if (has_ewgt) edges.weight.reserve(capped(2 * m));
+          vwgt.reserve(capped(n * ncon));
+          line_of.reserve(capped(n));
+          return;
+        }
+        if (vertex == n) {
+          if (!c.blank())
+            c.fail("header (line " + std::to_string(header_line) + ") declares " +
+                   std::to_string(n) + " vertices, but the body has more vertex lines");
+          return;
+        }
+        const NodeId u = NodeId(vertex++);
+        line_of.push_back(c.line());
+        if (has_vsize) c.next_int("vertex size");
+        for (std::int64_t k = 0; k < ncon; ++k) {
+          const std::int64_t w = c.next_int("vertex weight");
+          if (w < 0 || w > INT32_MAX)
+            c.fail("vertex weight " + std::to_string(w) + " out of range");
+          vwgt.push_back(std::int32_t(w));
+        }
+        row.clear();
+        while (!c.at_end()) {
+          const std::int64_t v = c.next_int("neighbour id");
+          if (v < 1 || v > n)
+            c.fail("neighbour id " + std::to_string(v) + " out of range [1, " + std::to_string(n) +
+                   "]");
+          if (v - 1 == u)
+            c.fail("vertex " + std::to_string(v) + " lists itself (METIS allows no self-loops)");
+          float w = 1;
+          if (has_ewgt) {
+            const std::int64_t ew = c.next_int("edge weight");
+            if (ew <= 0) c.fail("edge weight must be positive, found " + std::to_string(ew));
+            w = float(ew);
+            edges.weight.push_back(w);
+          }
+          edges.src.push_back(u);
+          edges.dst.push_back(NodeId(v - 1));
+          row.push_back(NodeId(v - 1));
+          ++entries;
+        }
+        std::sort(row.begin(), row.end());
+        const auto dup = std::adjacent_find(row.begin(), row.end());
+        if (dup != row.end())
+          c.fail("vertex lists neighbour " + std::to_string(*dup + 1) + " twice");
+      },
+      "reading METIS graph");
 
   if (n < 0) throw_input(path, 0, "empty file: expected a header line \"n m [fmt [ncon]]\"");
   if (vertex != n)
-    throw_input(path, header_line, "header declares " + std::to_string(n) +
-                                       " vertices, the body has " + std::to_string(vertex) +
-                                       " vertex lines");
+    throw_input(path, header_line,
+                "header declares " + std::to_string(n) + " vertices, the body has " +
+                    std::to_string(vertex) + " vertex lines");
   if (entries != 2 * m)
-    throw_input(path, header_line, "header declares " + std::to_string(m) + " edges (" +
-                                       std::to_string(2 * m) + " adjacency entries), the body has " +
-                                       std::to_string(entries) + " entries");
+    throw_input(path, header_line,
+                "header declares " + std::to_string(m) + " edges (" + std::to_string(2 * m) +
+                    " adjacency entries), the body has " + std::to_string(entries) + " entries");
 
   GraphDataset d;
   d.name = path.stem().string();
@@ -147,7 +155,8 @@ void write_metis(const std::filesystem::path& path, const CsrView& g, const std:
   };
   auto put = [&](std::int64_t v, char sep) {
     if (used + 24 > buf.size()) flush();
-    used = std::size_t(std::to_chars(buf.data() + used, buf.data() + buf.size(), v).ptr - buf.data());
+    used =
+        std::size_t(std::to_chars(buf.data() + used, buf.data() + buf.size(), v).ptr - buf.data());
     buf[used++] = sep;
   };
   for (std::int64_t u = 0; u < g.num_nodes; ++u) {

@@ -8,7 +8,8 @@
 namespace halo {
 
 template <class T>
-void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows, std::uint64_t cols) {
+void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows,
+               std::uint64_t cols) {
   static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, float>);
   const char* descr = std::is_same_v<T, float> ? "<f4" : "<i8";
   std::string shape = cols == 0 ? "(" + std::to_string(rows) + ",)"
@@ -22,7 +23,14 @@ void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t r
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
   StagedFile f(path);  // checked writes, renamed over path when complete (staging.h)
-  const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const unsigned char pre[10] = {0x93,
+                                 'N',
+                                 'U',
+                                 'M',
+                                 'P',
+                                 'Y',
+                                 1,
+                                 0,
                                  static_cast<unsigned char>(header.size() & 0xff),
                                  static_cast<unsigned char>(header.size() >> 8)};
   const std::uint64_t count = rows * (cols == 0 ? 1 : cols);
@@ -32,7 +40,9 @@ void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t r
   f.commit();
 }
 
-template void write_npy<std::int64_t>(const std::filesystem::path&, const std::int64_t*, std::uint64_t, std::uint64_t);
-template void write_npy<float>(const std::filesystem::path&, const float*, std::uint64_t, std::uint64_t);
+template void write_npy<std::int64_t>(const std::filesystem::path&, const std::int64_t*,
+                                      std::uint64_t, std::uint64_t);
+template void write_npy<float>(const std::filesystem::path&, const float*, std::uint64_t,
+                               std::uint64_t);
 
 }  // namespace halo

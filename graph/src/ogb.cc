@@ -41,22 +41,27 @@ EdgeList read_ogb_edges(const std::filesystem::path& path, std::int64_t n, std::
   edges.src.reserve(capped(e));
   edges.dst.reserve(capped(e));
   std::int64_t count = 0;
-  const std::uint64_t bytes = for_each_line(path, [&](LineCursor& c) {
-    if (++count > e)
-      c.fail("more edges than the " + std::to_string(e) + " that num-edge-list.csv.gz declares");
-    const std::int64_t u = c.next_int("source id");
-    const std::int64_t v = c.next_int("destination id");
-    c.expect_end(2);
-    if (u < 0 || u >= n || v < 0 || v >= n)
-      c.fail("node id " + std::to_string(u < 0 || u >= n ? u : v) + " out of range [0, " +
-             std::to_string(n) + ") given by num-node-list.csv.gz");
-    edges.src.push_back(NodeId(u));
-    edges.dst.push_back(NodeId(v));
-  }, "reading edges");
+  const std::uint64_t bytes = for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (++count > e)
+          c.fail("more edges than the " + std::to_string(e) +
+                 " that num-edge-list.csv.gz declares");
+        const std::int64_t u = c.next_int("source id");
+        const std::int64_t v = c.next_int("destination id");
+        c.expect_end(2);
+        if (u < 0 || u >= n || v < 0 || v >= n)
+          c.fail("node id " + std::to_string(u < 0 || u >= n ? u : v) + " out of range [0, " +
+                 std::to_string(n) + ") given by num-node-list.csv.gz");
+        edges.src.push_back(NodeId(u));
+        edges.dst.push_back(NodeId(v));
+      },
+      "reading edges");
   if (text_bytes) *text_bytes += bytes;
   if (count != e)
-    throw_input(path, 0, "has " + std::to_string(count) + " edges, num-edge-list.csv.gz declares " +
-                             std::to_string(e));
+    throw_input(path, 0,
+                "has " + std::to_string(count) + " edges, num-edge-list.csv.gz declares " +
+                    std::to_string(e));
   return edges;
 }
 
@@ -65,30 +70,35 @@ std::vector<std::int32_t> read_ogb_labels(const std::filesystem::path& path, std
   std::vector<std::int32_t> labels;
   std::int64_t rows = 0;
   int width = 0;
-  const std::uint64_t bytes = for_each_line(path, [&](LineCursor& c) {
-    if (width == 0) {
-      width = c.count_fields();
-      if (width == 0) c.fail("expected at least one label column, found an empty line");
-      labels.reserve(capped(n * width));
-    }
-    if (++rows > n)
-      c.fail("more label rows than the " + std::to_string(n) + " nodes of num-node-list.csv.gz");
-    for (int k = 0; k < width; ++k) {
-      const double v = c.next_double("a label", /*allow_nan=*/true);
-      if (std::isnan(v)) {
-        labels.push_back(-1);  // OGB marks unlabelled nodes with NaN
-        continue;
-      }
-      if (v < 0 || v > INT32_MAX || v != std::floor(v))
-        c.fail("expected a non-negative integer label or NaN, found " + std::to_string(v));
-      labels.push_back(std::int32_t(v));
-    }
-    c.expect_end(width);
-  }, "reading labels");
+  const std::uint64_t bytes = for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (width == 0) {
+          width = c.count_fields();
+          if (width == 0) c.fail("expected at least one label column, found an empty line");
+          labels.reserve(capped(n * width));
+        }
+        if (++rows > n)
+          c.fail("more label rows than the " + std::to_string(n) +
+                 " nodes of num-node-list.csv.gz");
+        for (int k = 0; k < width; ++k) {
+          const double v = c.next_double("a label", /*allow_nan=*/true);
+          if (std::isnan(v)) {
+            labels.push_back(-1);  // OGB marks unlabelled nodes with NaN
+            continue;
+          }
+          if (v < 0 || v > INT32_MAX || v != std::floor(v))
+            c.fail("expected a non-negative integer label or NaN, found " + std::to_string(v));
+          labels.push_back(std::int32_t(v));
+        }
+        c.expect_end(width);
+      },
+      "reading labels");
   if (text_bytes) *text_bytes += bytes;
   if (rows != n)
-    throw_input(path, 0, "has " + std::to_string(rows) + " label rows, num-node-list.csv.gz declares " +
-                             std::to_string(n) + " nodes");
+    throw_input(path, 0,
+                "has " + std::to_string(rows) + " label rows, num-node-list.csv.gz declares " +
+                    std::to_string(n) + " nodes");
   *cols = width;
   return labels;
 }

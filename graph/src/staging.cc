@@ -70,7 +70,8 @@ bool parse_staging(const std::string& file, StagingEntry* out) {
     const std::size_t at = file.rfind(mark);
     if (at == std::string::npos || at < 2) continue;
     const std::string digits = file.substr(at + mark.size());
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
     out->name = file.substr(1, at - 1);
     out->kind = kind;
@@ -190,14 +191,17 @@ bool folder_is(const fs::path& d, const std::string& format, std::string* found)
   }
   const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   const std::string have = j.is_object() && j.contains("format") && j["format"].is_string()
-                               ? j["format"].get<std::string>() : "";
-  *found = have.empty() ? "its meta.json names no format" : "its meta.json says format \"" + have + "\"";
+                               ? j["format"].get<std::string>()
+                               : "";
+  *found =
+      have.empty() ? "its meta.json names no format" : "its meta.json says format \"" + have + "\"";
   return have == format;
 }
 
 }  // namespace
 
-// ---- checks --------------------------------------------------------------------------------------
+// ---- checks
+// --------------------------------------------------------------------------------------
 
 void check_not_input(const fs::path& out, const std::vector<fs::path>& inputs) {
   std::error_code ec;
@@ -227,9 +231,10 @@ fs::path resolve_file_output(const fs::path& out, const std::vector<fs::path>& i
   fs::path target = follow_links(out);  // not const: returned by move
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) +
-                     ", not a regular file; halo writes a new file and renames it into place, which would "
-                     "replace it: give a file path");
+    throw ParamError(
+        out.string() + ": is " + kind_of(st.st_mode) +
+        ", not a regular file; halo writes a new file and renames it into place, which would "
+        "replace it: give a file path");
   check_not_input(out, inputs);
   return target;
 }
@@ -240,26 +245,29 @@ fs::path resolve_stream_output(const fs::path& out, const std::vector<fs::path>&
   if (::stat(out.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
     return out;  // written to in place, never replaced: /dev/stdout, a pipe
   if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) + ", not a regular file, device or FIFO");
+    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) +
+                     ", not a regular file, device or FIFO");
   return resolve_file_output(out, inputs);
 }
 
 fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool overwrite,
                             const std::vector<fs::path>& inputs) {
   if (out.empty()) throw ParamError("output path is empty");
-  fs::path target = follow_links(out);  // not const: returned by move
+  fs::path target = follow_links(out);     // not const: returned by move
   clean_stale_staging(folder_of(target));  // may restore target: check after
   check_not_input(out, inputs);
   struct stat st {};
   if (::stat(target.c_str(), &st) != 0) return target;
   if (!overwrite) throw ParamError(out.string() + ": already exists (pass --force to replace it)");
   if (!S_ISDIR(st.st_mode))
-    throw ParamError(out.string() + ": is " + kind_of(st.st_mode) + ", not a \"" + format +
-                     "\" folder; --force replaces only a folder halo wrote: remove it yourself if it should go");
+    throw ParamError(
+        out.string() + ": is " + kind_of(st.st_mode) + ", not a \"" + format +
+        "\" folder; --force replaces only a folder halo wrote: remove it yourself if it should go");
   std::string found;
   if (!empty_folder(target) && !folder_is(target, format, &found))
     throw ParamError(out.string() + ": not a \"" + format + "\" folder (" + found +
-                     "); --force replaces only a folder halo wrote of that kind: remove it yourself if it should go");
+                     "); --force replaces only a folder halo wrote of that kind: remove it "
+                     "yourself if it should go");
   return target;
 }
 
@@ -275,8 +283,10 @@ namespace {
 // Renames the old output a dead replace set aside back to target; false when it cannot.
 bool restore(const fs::path& aside, const fs::path& target, pid_t pid) {
   if (::rename(aside.c_str(), target.c_str()) != 0) return false;
-  std::fprintf(stderr, "note: %s: restored from %s, set aside by a replace that was interrupted (process %d)\n",
-               target.c_str(), aside.filename().c_str(), int(pid));
+  std::fprintf(
+      stderr,
+      "note: %s: restored from %s, set aside by a replace that was interrupted (process %d)\n",
+      target.c_str(), aside.filename().c_str(), int(pid));
   return true;
 }
 }  // namespace
@@ -294,7 +304,9 @@ void clean_stale_staging(const fs::path& dir) {
       std::error_code rc;
       const fs::path target = dir / s.name;
       // A replace died between moving the old output aside and renaming the new one in.
-      if (s.kind == kOld && !fs::exists(fs::symlink_status(target, rc)) && restore(p, target, s.pid)) continue;
+      if (s.kind == kOld && !fs::exists(fs::symlink_status(target, rc)) &&
+          restore(p, target, s.pid))
+        continue;
       fs::remove_all(p, rc);  // best effort: another cleaner may be removing it too
     }
   } catch (const std::exception&) {  // cleaning is a courtesy: it never fails a write
@@ -308,8 +320,11 @@ bool restore_set_aside(const fs::path& out) {
     if (fs::exists(fs::symlink_status(target, ec))) return false;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       StagingEntry s;
-      if (!parse_staging(e.path().filename().string(), &s) || s.kind != kOld || s.name != target.filename()) continue;
-      if (s.pid != getpid() && writer_gone(e.path(), s.pid)) return restore(e.path(), target, s.pid);
+      if (!parse_staging(e.path().filename().string(), &s) || s.kind != kOld ||
+          s.name != target.filename())
+        continue;
+      if (s.pid != getpid() && writer_gone(e.path(), s.pid))
+        return restore(e.path(), target, s.pid);
     }
   } catch (const std::exception&) {  // as clean_stale_staging: the caller reports what is missing
   }
@@ -327,7 +342,8 @@ fs::path shown_path(const fs::path& p) {
   return out;
 }
 
-// ---- writers -------------------------------------------------------------------------------------
+// ---- writers
+// -------------------------------------------------------------------------------------
 
 void write_all(int fd, const fs::path& path, const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -360,14 +376,16 @@ void write_file(const fs::path& path, std::string_view text) {
   if (::close(fd) != 0) throw_system(path, "close failed");
 }
 
-// ---- StagingDir ----------------------------------------------------------------------------------
+// ---- StagingDir
+// ----------------------------------------------------------------------------------
 
 StagingDir::StagingDir(const fs::path& dir, const std::string& format, bool overwrite,
                        const std::vector<fs::path>& inputs)
     : dir_(resolve_dir_output(dir, format, overwrite, inputs)), tmp_(staging_name(dir_, kTmp)) {
   std::error_code ec;
   fs::remove_all(tmp_, ec);  // a dead process's with our PID
-  for (fs::path d = folder_of(dir_); !d.empty() && !fs::exists(fs::symlink_status(d, ec)); d = d.parent_path())
+  for (fs::path d = folder_of(dir_); !d.empty() && !fs::exists(fs::symlink_status(d, ec));
+       d = d.parent_path())
     made_.push_back(d);
   fs::create_directories(folder_of(dir_), ec);
   if (ec) throw SystemError(folder_of(dir_).string() + ": cannot create folder: " + ec.message());
@@ -395,7 +413,8 @@ void StagingDir::commit() {
   struct stat st {};
   if (::lstat(dir_.c_str(), &st) != 0) {  // a new output: never replace one that appeared meanwhile
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_NOREPLACE) != 0) {
-      if (errno == EEXIST) throw ParamError(dir_.string() + ": appeared while being written; not replaced");
+      if (errno == EEXIST)
+        throw ParamError(dir_.string() + ": appeared while being written; not replaced");
       if ((errno != EINVAL && errno != ENOSYS) || ::rename(tmp_.c_str(), dir_.c_str()) != 0)
         throw_system(dir_, "cannot rename the staging folder into place");
     }
@@ -412,7 +431,8 @@ void StagingDir::commit() {
       fs::remove_all(tmp_, ec);
       return;
     }
-    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) throw_system(dir_, "cannot replace");
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+      throw_system(dir_, "cannot replace");
   }
   // Two renames: the old output waits aside (locked, so no one restores it while we live) until
   // the new one is in; if we die in between, the next writer here restores it.
@@ -440,7 +460,8 @@ void StagingDir::commit() {
   if (old_lock >= 0) ::close(old_lock);
 }
 
-// ---- StagedFile ----------------------------------------------------------------------------------
+// ---- StagedFile
+// ----------------------------------------------------------------------------------
 
 StagedFile::StagedFile(const fs::path& path, const std::vector<fs::path>& inputs)
     : shown_(path), path_(resolve_file_output(path, inputs)), tmp_(staging_name(path_, kTmp)) {
@@ -462,14 +483,16 @@ void StagedFile::write(const void* data, std::size_t n) { write_all(fd_, shown_,
 void StagedFile::commit() {
   sync_fd(fd_, shown_);
   kill_point("staged");
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) throw_system(shown_, "cannot rename the staging file into place");
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
+    throw_system(shown_, "cannot rename the staging file into place");
   const int fd = fd_;
   fd_ = -1;  // renamed: nothing to remove any more
   if (::close(fd) != 0) throw_system(shown_, "close failed");
   sync_dir(folder_of(path_));
 }
 
-// ---- LogFile -------------------------------------------------------------------------------------
+// ---- LogFile
+// -------------------------------------------------------------------------------------
 
 LogFile::~LogFile() {
   if (fd_ >= 0) ::close(fd_);
@@ -479,7 +502,8 @@ void LogFile::open(const fs::path& path, bool append, const std::vector<fs::path
   const fs::path target = resolve_stream_output(path, inputs);
   struct stat st {};
   const bool existed = ::stat(target.c_str(), &st) == 0;
-  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  const int fd =
+      ::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
   if (fd < 0) throw_system(path, "cannot open log");
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
@@ -499,8 +523,10 @@ void LogFile::write_line(const std::string& line) {
     good_ += (long long)rec.size();
   } catch (...) {
     if (regular_) {  // no half record: cut back to the last whole one, or remove what we created
-      if (created_ && good_ == 0) (void)::unlink(target_.c_str());
-      else (void)::ftruncate(fd_, off_t(good_));
+      if (created_ && good_ == 0)
+        (void)::unlink(target_.c_str());
+      else
+        (void)::ftruncate(fd_, off_t(good_));
     }
     ::close(fd_);
     fd_ = -1;

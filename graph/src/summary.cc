@@ -35,7 +35,8 @@ json summarize_dataset(const std::filesystem::path& dir) {
   connected_components(g, d.directed, &components);
   json splits = json::object();
   for (const auto& sp : d.splits)
-    splits[sp.name] = {{"train", sp.train.size()}, {"valid", sp.valid.size()}, {"test", sp.test.size()}};
+    splits[sp.name] = {
+        {"train", sp.train.size()}, {"valid", sp.valid.size()}, {"test", sp.test.size()}};
   s["kind"] = "graph";
   s["nodes"] = d.num_nodes();
   s["edges"] = g.num_edges();
@@ -61,9 +62,9 @@ std::string format_summary(const json& s) {
   o << "dataset     " << s.value("name", "") << " (" << s.value("path", "") << ")\n";
   if (s.value("kind", "") == "temporal") {
     o << "kind        temporal event stream\n"
-      << "nodes       " << s["nodes"] << (s["users"].get<std::int64_t>() > 0
-                                              ? " (" + s["users"].dump() + " users, then items)"
-                                              : std::string())
+      << "nodes       " << s["nodes"]
+      << (s["users"].get<std::int64_t>() > 0 ? " (" + s["users"].dump() + " users, then items)"
+                                             : std::string())
       << "\n"
       << "events      " << s["events"] << "\n"
       << "time        " << s["time_min"] << " .. " << s["time_max"] << "\n"
@@ -73,15 +74,16 @@ std::string format_summary(const json& s) {
   char mean[32];
   std::snprintf(mean, sizeof mean, "%.2f", s["degree"]["mean"].get<double>());
   o << "nodes       " << s["nodes"] << "\n"
-    << "edges       " << s["edges"] << (s["directed"].get<bool>() ? " (directed)" : " (stored both ways)")
-    << "\n"
-    << "degree      min " << s["degree"]["min"] << ", mean " << mean << ", max " << s["degree"]["max"]
-    << "\n"
+    << "edges       " << s["edges"]
+    << (s["directed"].get<bool>() ? " (directed)" : " (stored both ways)") << "\n"
+    << "degree      min " << s["degree"]["min"] << ", mean " << mean << ", max "
+    << s["degree"]["max"] << "\n"
     << "features    " << s["features"] << "\n"
     << "labels      " << s["labels"].get<std::string>();
   if (s["labels"] == "multiclass") o << ", " << s["classes"] << " classes";
   if (s["labels"] == "multilabel") o << ", " << s["tasks"] << " binary tasks";
-  if (s["missing_labels"].get<std::int64_t>() > 0) o << ", " << s["missing_labels"] << " unlabelled";
+  if (s["missing_labels"].get<std::int64_t>() > 0)
+    o << ", " << s["missing_labels"] << " unlabelled";
   o << "\n";
   for (const auto& [name, c] : s["splits"].items())
     o << "split       " << name << ": train " << c["train"] << ", valid " << c["valid"] << ", test "

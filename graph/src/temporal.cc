@@ -18,7 +18,7 @@ struct RawEvents {
   std::vector<std::int32_t> labels;
   std::int64_t feature_dim = 0;
   std::int64_t max_id = -1, max_id_line = 0;  // the largest node id and where it appears
-  std::int64_t shown_max = -1;                  // that id as the file writes it
+  std::int64_t shown_max = -1;                // that id as the file writes it
 
   void saw(const LineCursor& c, std::int64_t node, std::int64_t as_written) {
     if (node > max_id) {
@@ -93,34 +93,40 @@ TemporalDataset finish(RawEvents&& r, const std::filesystem::path& path, std::in
 
 TemporalDataset read_konect(const std::filesystem::path& path, bool allow_sparse_ids) {
   RawEvents r;
-  for_each_line(path, [&](LineCursor& c) {
-    if (c.blank() || c.starts_with_any("%#")) return;
-    const std::int64_t u = c.next_int("source id");
-    r.src.push_back(checked_id(c, u, 1, "source id"));
-    r.saw(c, r.src.back(), u);
-    const std::int64_t v = c.next_int("destination id");
-    r.dst.push_back(checked_id(c, v, 1, "destination id"));
-    r.saw(c, r.dst.back(), v);
-    r.weight.push_back(c.next_float("weight"));
-    r.time.push_back(checked_time(c));
-    c.expect_end(4);
-  }, "reading KONECT events");
+  for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (c.blank() || c.starts_with_any("%#")) return;
+        const std::int64_t u = c.next_int("source id");
+        r.src.push_back(checked_id(c, u, 1, "source id"));
+        r.saw(c, r.src.back(), u);
+        const std::int64_t v = c.next_int("destination id");
+        r.dst.push_back(checked_id(c, v, 1, "destination id"));
+        r.saw(c, r.dst.back(), v);
+        r.weight.push_back(c.next_float("weight"));
+        r.time.push_back(checked_time(c));
+        c.expect_end(4);
+      },
+      "reading KONECT events");
   return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
 TemporalDataset read_snap(const std::filesystem::path& path, bool allow_sparse_ids) {
   RawEvents r;
-  for_each_line(path, [&](LineCursor& c) {
-    if (c.blank() || c.starts_with_any("%#")) return;
-    const std::int64_t u = c.next_int("source id");
-    r.src.push_back(checked_id(c, u, 0, "source id"));
-    r.saw(c, r.src.back(), u);
-    const std::int64_t v = c.next_int("destination id");
-    r.dst.push_back(checked_id(c, v, 0, "destination id"));
-    r.saw(c, r.dst.back(), v);
-    r.time.push_back(checked_time(c));
-    c.expect_end(3);
-  }, "reading SNAP events");
+  for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (c.blank() || c.starts_with_any("%#")) return;
+        const std::int64_t u = c.next_int("source id");
+        r.src.push_back(checked_id(c, u, 0, "source id"));
+        r.saw(c, r.src.back(), u);
+        const std::int64_t v = c.next_int("destination id");
+        r.dst.push_back(checked_id(c, v, 0, "destination id"));
+        r.saw(c, r.dst.back(), v);
+        r.time.push_back(checked_time(c));
+        c.expect_end(3);
+      },
+      "reading SNAP events");
   return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
@@ -129,41 +135,46 @@ TemporalDataset read_jodie(const std::filesystem::path& path, bool allow_sparse_
   std::vector<std::int64_t> items;
   std::int64_t max_user = -1, max_item = -1, max_user_line = 0, max_item_line = 0;
   int columns = 0;
-  for_each_line(path, [&](LineCursor& c) {
-    if (c.line() == 1) {  // header: user_id,item_id,timestamp,state_label,features...
-      if (c.text().substr(0, 7) != "user_id")
-        c.fail("expected the JODIE header \"user_id,item_id,timestamp,state_label,...\"");
-      return;
-    }
-    if (c.blank()) return;
-    if (columns == 0) {
-      columns = c.count_fields();
-      if (columns < 4)
-        c.fail("expected at least 4 columns (user_id,item_id,timestamp,state_label), found " +
-               std::to_string(columns));
-      r.feature_dim = columns - 4;
-    }
-    const std::int64_t u = c.next_int("user id");
-    const std::int64_t i = c.next_int("item id");
-    if (u < 0 || u >= kMaxNodes) c.fail("user id " + std::to_string(u) + " out of range");
-    if (i < 0 || i >= kMaxNodes) c.fail("item id " + std::to_string(i) + " out of range");
-    if (u > max_user) {
-      max_user = u;
-      max_user_line = c.line();
-    }
-    if (i > max_item) {
-      max_item = i;
-      max_item_line = c.line();
-    }
-    r.src.push_back(NodeId(u));
-    items.push_back(i);
-    r.time.push_back(checked_time(c));
-    const std::int64_t label = c.next_int("state label");
-    if (label < 0 || label > INT32_MAX) c.fail("state label " + std::to_string(label) + " out of range");
-    r.labels.push_back(std::int32_t(label));
-    for (std::int64_t k = 0; k < r.feature_dim; ++k) r.features.push_back(c.next_float("feature"));
-    c.expect_end(columns);
-  }, "reading JODIE events");
+  for_each_line(
+      path,
+      [&](LineCursor& c) {
+        if (c.line() == 1) {  // header: user_id,item_id,timestamp,state_label,features...
+          if (c.text().substr(0, 7) != "user_id")
+            c.fail("expected the JODIE header \"user_id,item_id,timestamp,state_label,...\"");
+          return;
+        }
+        if (c.blank()) return;
+        if (columns == 0) {
+          columns = c.count_fields();
+          if (columns < 4)
+            c.fail("expected at least 4 columns (user_id,item_id,timestamp,state_label), found " +
+                   std::to_string(columns));
+          r.feature_dim = columns - 4;
+        }
+        const std::int64_t u = c.next_int("user id");
+        const std::int64_t i = c.next_int("item id");
+        if (u < 0 || u >= kMaxNodes) c.fail("user id " + std::to_string(u) + " out of range");
+        if (i < 0 || i >= kMaxNodes) c.fail("item id " + std::to_string(i) + " out of range");
+        if (u > max_user) {
+          max_user = u;
+          max_user_line = c.line();
+        }
+        if (i > max_item) {
+          max_item = i;
+          max_item_line = c.line();
+        }
+        r.src.push_back(NodeId(u));
+        items.push_back(i);
+        r.time.push_back(checked_time(c));
+        const std::int64_t label = c.next_int("state label");
+        if (label < 0 || label > INT32_MAX)
+          c.fail("state label " + std::to_string(label) + " out of range");
+        r.labels.push_back(std::int32_t(label));
+        for (std::int64_t k = 0; k < r.feature_dim; ++k)
+          r.features.push_back(c.next_float("feature"));
+        c.expect_end(columns);
+      },
+      "reading JODIE events");
   // Items follow users in one id space, as TGN's preprocessing does.
   const std::int64_t users = max_user + 1;
   for (std::int64_t i : items) {

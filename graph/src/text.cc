@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -122,7 +122,8 @@ struct LineReader::Impl {
     bool z_open = false;
     bool z_end = false;  // inside a gzip member: false; after its trailer: true
     if (gz) {
-      if (inflateInit2(&zs, 15 + 16) != Z_OK) throw InputError(path.string() + ": zlib init failed");
+      if (inflateInit2(&zs, 15 + 16) != Z_OK)
+        throw InputError(path.string() + ": zlib init failed");
       z_open = true;
     }
     struct ZGuard {
@@ -178,7 +179,7 @@ struct LineReader::Impl {
     // the line that straddles the previous cut is (a METIS hub's adjacency line runs to
     // megabytes), up to max_line bytes in one line. Text never holds a NUL byte; refusing it
     // stops binary files (and /dev/zero) at their first block instead of parsing garbage.
-    std::string carry;    // the partial line after the previous block's last newline
+    std::string carry;      // the partial line after the previous block's last newline
     std::int64_t line = 1;  // number of the first line of the block being built
     bool eof = false;
     while (!eof) {
@@ -204,13 +205,14 @@ struct LineReader::Impl {
         // Only the new bytes are searched: a long line must cost linear time, not quadratic.
         if (const void* nl = ::memrchr(base + old, '\n', out.size() - old))
           last_nl = std::size_t(static_cast<const char*>(nl) - base);
-        const std::size_t open_line = last_nl == std::string::npos ? out.size() : out.size() - last_nl - 1;
+        const std::size_t open_line =
+            last_nl == std::string::npos ? out.size() : out.size() - last_nl - 1;
         if (open_line > max_line)
-          throw_input(path, line + (last_nl == std::string::npos
-                                        ? 0
-                                        : std::count(out.begin(), out.end(), '\n')),
-                      "line longer than " + std::to_string(max_line >> 20) +
-                          " MiB, the longest halo reads: expected text with newlines");
+          throw_input(
+              path,
+              line + (last_nl == std::string::npos ? 0 : std::count(out.begin(), out.end(), '\n')),
+              "line longer than " + std::to_string(max_line >> 20) +
+                  " MiB, the longest halo reads: expected text with newlines");
       }
       if (!eof) {  // keep the partial last line for the next block
         carry.assign(out, last_nl + 1, std::string::npos);
@@ -361,14 +363,17 @@ T parse_real(const LineCursor& c, std::string_view f, const char* what, bool all
   }
   T v{};
   auto [ptr, ec] = std::from_chars(s, e, v);
-  if (ptr != e || (ec != std::errc() && ec != std::errc::result_out_of_range)) c.bad_number(f, what, kind);
+  if (ptr != e || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    c.bad_number(f, what, kind);
   if (ec == std::errc::result_out_of_range) {
     // from_chars reports underflow and overflow alike; strtod tells them apart. A value too
     // small for T rounds to zero or a denormal as any C parser does; a too large one is refused.
     const std::string copy(s, e);
     const double d = std::strtod(copy.c_str(), nullptr);
     if (!(std::fabs(d) <= 1))
-      c.bad_number(f, what, std::is_same_v<T, float> ? "a number in float32 range" : "a number in float64 range");
+      c.bad_number(
+          f, what,
+          std::is_same_v<T, float> ? "a number in float32 range" : "a number in float64 range");
     return static_cast<T>(d);
   }
   if (std::isnan(v) && allow_nan) return v;
@@ -394,8 +399,8 @@ void LineCursor::expect_end(int expected_fields) {
 }
 
 void LineCursor::bad_number(std::string_view f, const char* what, const char* kind) const {
-  fail(std::string("expected ") + kind + " for " + what + " in column " +
-       std::to_string(fields_) + ", found '" + printable(f, 40) + "'");
+  fail(std::string("expected ") + kind + " for " + what + " in column " + std::to_string(fields_) +
+       ", found '" + printable(f, 40) + "'");
 }
 
 std::string read_first_line(const std::filesystem::path& path) {
@@ -425,7 +430,10 @@ std::string printable(std::string_view s, std::size_t max_bytes) {
     }
     // A valid UTF-8 sequence of 2-4 bytes (not a C1 control, U+0080..U+009F) is shown as is,
     // so that names in any script stay readable; every other byte is escaped.
-    std::size_t len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    std::size_t len = b >= 0xc2 && b <= 0xdf   ? 2
+                      : b >= 0xe0 && b <= 0xef ? 3
+                      : b >= 0xf0 && b <= 0xf4 ? 4
+                                               : 0;
     if (len > 0 && i + len <= n) {
       const unsigned char b1 = static_cast<unsigned char>(s[i + 1]);
       bool ok = (b1 & 0xc0) == 0x80;

@@ -21,7 +21,8 @@ std::vector<PartId> partition_fennel(const CsrView& g, const PartitionOptions& o
   const double alpha = std::sqrt(double(k)) * m / std::pow(double(n), gamma);
   const double slack = 1.0 + (o.ufactor >= 0 ? o.ufactor : 30) / 1000.0;
   std::vector<double> cap(static_cast<std::size_t>(k));
-  for (int p = 0; p < k; ++p) cap[std::size_t(p)] = std::max(1.0, std::ceil(slack * t[std::size_t(p)] * double(n)));
+  for (int p = 0; p < k; ++p)
+    cap[std::size_t(p)] = std::max(1.0, std::ceil(slack * t[std::size_t(p)] * double(n)));
 
   std::vector<PartId> owner(std::size_t(n), -1);
   std::vector<std::int64_t> size(std::size_t(k), 0);
@@ -42,7 +43,8 @@ std::vector<PartId> partition_fennel(const CsrView& g, const PartitionOptions& o
       for (int p = 0; p < k; ++p) {
         if (double(size[std::size_t(p)]) + 1 > cap[std::size_t(p)]) continue;
         const double load = double(size[std::size_t(p)]) / (t[std::size_t(p)] * double(k));
-        const double score = double(count[std::size_t(p)]) - alpha * gamma * std::pow(load, gamma - 1);
+        const double score =
+            double(count[std::size_t(p)]) - alpha * gamma * std::pow(load, gamma - 1);
         // Ties go to the relatively emptier part, then the lower index: deterministic.
         if (best < 0 || score > best_score ||
             (score == best_score && double(size[std::size_t(p)]) / t[std::size_t(p)] <

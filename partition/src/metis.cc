@@ -19,8 +19,9 @@ namespace {
 // Refuses what METIS cannot take, each with the flag or conversion that fixes it.
 void check_metis_input(const GraphDataset& d, const CsrView& g, const PartitionOptions& o) {
   if (g.num_edges() > std::numeric_limits<idx_t>::max())
-    throw ParamError("graph has " + std::to_string(g.num_edges()) +
-                     " stored edges, more than METIS's 32-bit idx_t can index; use --method fennel");
+    throw ParamError(
+        "graph has " + std::to_string(g.num_edges()) +
+        " stored edges, more than METIS's 32-bit idx_t can index; use --method fennel");
   if (d.directed) throw ParamError("METIS needs an undirected graph (convert without --directed)");
   if (o.contiguous) {  // METIS would print its own message and fail with METIS_ERROR
     std::int64_t components = 0;
@@ -32,8 +33,8 @@ void check_metis_input(const GraphDataset& d, const CsrView& g, const PartitionO
 }
 
 // Vertex weights, one constraint per --balance key (empty: METIS's unit weights); sets *ncon.
-std::vector<idx_t> vertex_weights(const GraphDataset& d, const CsrView& g, const PartitionOptions& o,
-                                  int* ncon_out) {
+std::vector<idx_t> vertex_weights(const GraphDataset& d, const CsrView& g,
+                                  const PartitionOptions& o, int* ncon_out) {
   const std::int64_t n = g.num_nodes;
   std::vector<std::string> keys;
   for (std::size_t s = 0; s <= o.balance.size();) {
@@ -54,7 +55,8 @@ std::vector<idx_t> vertex_weights(const GraphDataset& d, const CsrView& g, const
         for (std::int64_t v = 0; v < n; ++v) vwgt[std::size_t(v * ncon + c)] = 1;
         ++c;
       } else if (key == "edges") {
-        for (std::int64_t v = 0; v < n; ++v) vwgt[std::size_t(v * ncon + c)] = idx_t(g.degree(NodeId(v)));
+        for (std::int64_t v = 0; v < n; ++v)
+          vwgt[std::size_t(v * ncon + c)] = idx_t(g.degree(NodeId(v)));
         ++c;
       } else if (key == "train") {
         if (!split || split->train.empty())
@@ -94,7 +96,8 @@ std::vector<real_t> target_weights(const PartitionOptions& o, int ncon) {
     const std::vector<double> t = o.targets();
     tpwgts.resize(std::size_t(o.k) * std::size_t(ncon));
     for (int p = 0; p < o.k; ++p)
-      for (int c = 0; c < ncon; ++c) tpwgts[std::size_t(p) * std::size_t(ncon) + std::size_t(c)] = real_t(t[std::size_t(p)]);
+      for (int c = 0; c < ncon; ++c)
+        tpwgts[std::size_t(p) * std::size_t(ncon) + std::size_t(c)] = real_t(t[std::size_t(p)]);
   }
   return tpwgts;
 }
@@ -129,14 +132,14 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
   const MetisPtype ptype = o.metis_ptype();
   const int rc =
       ptype == MetisPtype::kRb
-          ? METIS_PartGraphRecursive(&nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(),
-                                     nullptr, adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
-                                     tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval,
-                                     part.data())
-          : METIS_PartGraphKway(&nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(),
-                                nullptr, adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
-                                tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval,
-                                part.data());
+          ? METIS_PartGraphRecursive(
+                &nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(), nullptr,
+                adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
+                tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval, part.data())
+          : METIS_PartGraphKway(
+                &nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(), nullptr,
+                adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
+                tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval, part.data());
   if (rc == METIS_ERROR_INPUT) throw ParamError("METIS rejected the input (METIS_ERROR_INPUT)");
   if (rc == METIS_ERROR_MEMORY) throw SystemError("METIS ran out of memory (METIS_ERROR_MEMORY)");
   if (rc != METIS_OK) throw SystemError("METIS failed (" + std::to_string(rc) + ")");

@@ -41,10 +41,14 @@ MetisPtype parse_metis_ptype(std::string_view s) {
 
 const char* to_string(PartitionMethod m) {
   switch (m) {
-    case PartitionMethod::kFennel: return "fennel";
-    case PartitionMethod::kRandom: return "random";
-    case PartitionMethod::kContiguous: return "contiguous";
-    default: return "metis";
+    case PartitionMethod::kFennel:
+      return "fennel";
+    case PartitionMethod::kRandom:
+      return "random";
+    case PartitionMethod::kContiguous:
+      return "contiguous";
+    default:
+      return "metis";
   }
 }
 
@@ -52,9 +56,12 @@ const char* to_string(MetisObjective o) { return o == MetisObjective::kVol ? "vo
 
 const char* to_string(MetisPtype p) {
   switch (p) {
-    case MetisPtype::kKway: return "kway";
-    case MetisPtype::kRb: return "rb";
-    default: return "auto";
+    case MetisPtype::kKway:
+      return "kway";
+    case MetisPtype::kRb:
+      return "rb";
+    default:
+      return "auto";
   }
 }
 
@@ -70,7 +77,8 @@ void PartitionOptions::check(std::int64_t n) const {
     const std::size_t end = std::min(balance.find(',', start), balance.size());
     const std::string key = balance.substr(start, end - start);
     if (key != "nodes" && key != "edges" && key != "train" && key != "weights")
-      throw ParamError("unknown --balance key '" + key + "' (expected nodes, edges, train, weights)");
+      throw ParamError("unknown --balance key '" + key +
+                       "' (expected nodes, edges, train, weights)");
     start = end + 1;
   }
   if (!part_weights.empty()) {
@@ -117,9 +125,8 @@ std::vector<PartId> partition_random(std::int64_t n, const PartitionOptions& o) 
 #pragma omp parallel for schedule(static)
   for (std::int64_t v = 0; v < n; ++v) {
     const double u = double(mix(mix(o.seed) ^ std::uint64_t(v)) >> 11) * 0x1.0p-53 * cum.back();
-    owner[std::size_t(v)] =
-        PartId(std::min<std::ptrdiff_t>(std::upper_bound(cum.begin(), cum.end(), u) - cum.begin(),
-                                        o.k - 1));
+    owner[std::size_t(v)] = PartId(std::min<std::ptrdiff_t>(
+        std::upper_bound(cum.begin(), cum.end(), u) - cum.begin(), o.k - 1));
   }
   return owner;
 }
@@ -142,10 +149,14 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
   const std::int64_t n = d.num_nodes();
   o.check(n);
   std::vector<PartId> owner;
-  if (o.method == PartitionMethod::kMetis) owner = partition_metis(d, o);
-  else if (o.method == PartitionMethod::kFennel) owner = partition_fennel(d.graph.view(), o);
-  else if (o.method == PartitionMethod::kRandom) owner = partition_random(n, o);
-  else owner = partition_contiguous(n, o);
+  if (o.method == PartitionMethod::kMetis)
+    owner = partition_metis(d, o);
+  else if (o.method == PartitionMethod::kFennel)
+    owner = partition_fennel(d.graph.view(), o);
+  else if (o.method == PartitionMethod::kRandom)
+    owner = partition_random(n, o);
+  else
+    owner = partition_contiguous(n, o);
   std::vector<std::int64_t> count(std::size_t(o.k), 0);
   for (PartId p : owner) ++count[std::size_t(p)];
   for (int p = 0; p < o.k; ++p)

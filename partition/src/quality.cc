@@ -25,7 +25,8 @@ Quality measure_partition(const CsrView& g, bool directed, const std::vector<Par
   std::vector<std::int64_t> peer_seen(std::size_t(k), -1);
   // Nodes of part p in id order let each part mark its halo rows in one sweep.
   std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(k));
-  for (std::int64_t v = 0; v < n; ++v) members[std::size_t(owner[std::size_t(v)])].push_back(NodeId(v));
+  for (std::int64_t v = 0; v < n; ++v)
+    members[std::size_t(owner[std::size_t(v)])].push_back(NodeId(v));
   for (int p = 0; p < k; ++p) {
     PartStats& s = q.parts[std::size_t(p)];
     for (NodeId u : members[std::size_t(p)]) {
@@ -97,7 +98,8 @@ json quality_json(const Quality& q) {
   return {{"k", q.k},
           {"edge_cut", q.edge_cut},
           {"comm_volume", q.comm_volume},
-          {"balance", {{"nodes", q.node_balance}, {"edges", q.edge_balance}, {"train", q.train_balance}}},
+          {"balance",
+           {{"nodes", q.node_balance}, {"edges", q.edge_balance}, {"train", q.train_balance}}},
           {"parts", parts}};
 }
 

@@ -21,7 +21,8 @@ const char* to_string(LocalityMethod m) { return m == LocalityMethod::kRcm ? "rc
 std::vector<NodeId> locality_order(const GraphDataset& d, LocalityMethod method, std::int64_t block,
                                    std::uint64_t seed) {
   if (block < 1) throw ParamError("--block must be at least 1");
-  if (d.directed) throw ParamError("reordering needs an undirected graph; this dataset is directed");
+  if (d.directed)
+    throw ParamError("reordering needs an undirected graph; this dataset is directed");
   if (method == LocalityMethod::kRcm) return rcm_order(d.graph.view());
   const std::int64_t n = d.num_nodes();
   std::vector<NodeId> order(static_cast<std::size_t>(n));
@@ -34,8 +35,9 @@ std::vector<NodeId> locality_order(const GraphDataset& d, LocalityMethod method,
   o.balance = "nodes";
   o.seed = seed;
   const std::vector<PartId> owner = partition_nodes(d, o);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](NodeId a, NodeId b) { return owner[std::size_t(a)] < owner[std::size_t(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
+    return owner[std::size_t(a)] < owner[std::size_t(b)];
+  });
   return order;
 }
 
@@ -43,7 +45,8 @@ double window_locality(const CsrView& g, std::int64_t block) {
   if (block < 1) throw ParamError("window_locality: block must be at least 1");
   std::int64_t near = 0;
   for (NodeId u = 0; u < g.num_nodes; ++u)
-    for (const NodeId* v = g.begin(u); v != g.end(u); ++v) near += (std::int64_t(u) / block) == (std::int64_t(*v) / block);
+    for (const NodeId* v = g.begin(u); v != g.end(u); ++v)
+      near += (std::int64_t(u) / block) == (std::int64_t(*v) / block);
   return g.num_edges() ? double(near) / double(g.num_edges()) : 0.0;
 }
 

@@ -11,7 +11,9 @@
 namespace halo {
 namespace fs = std::filesystem;
 
-fs::path epoch_dir(const fs::path& dir, int epoch) { return dir / ("epoch-" + std::to_string(epoch)); }
+fs::path epoch_dir(const fs::path& dir, int epoch) {
+  return dir / ("epoch-" + std::to_string(epoch));
+}
 
 std::vector<int> committed_epochs(const fs::path& dir) {
   std::vector<int> out;
@@ -41,12 +43,14 @@ void put_adam_state(ArrayDir& a, const std::vector<Param*>& params) {
   }
 }
 
-std::vector<float> read_adam_state(const fs::path& dir, const nlohmann::json& meta, const std::vector<Param*>& params) {
+std::vector<float> read_adam_state(const fs::path& dir, const nlohmann::json& meta,
+                                   const std::vector<Param*>& params) {
   std::vector<float> out;
   out.reserve(adam_state_size(params));
   for (Param* p : params)
     for (const char* part : {".value", ".m", ".v"}) {
-      const Array<float> a = map_listed<float>(dir, meta, p->name + part, {}, std::uint64_t(p->value.size()), 1);
+      const Array<float> a =
+          map_listed<float>(dir, meta, p->name + part, {}, std::uint64_t(p->value.size()), 1);
       out.insert(out.end(), a.begin(), a.end());
     }
   return out;

@@ -19,13 +19,12 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdio>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -46,7 +45,7 @@ struct Done final : Pending {
   void wait() override {}
 };
 
-bool g_mpi = false;  // MPI initialised by MpiSession
+bool g_mpi = false;         // MPI initialised by MpiSession
 bool g_serialized = false;  // MPI gave MPI_THREAD_SERIALIZED: the progress thread may run
 std::mutex g_mpi_lock;      // held by every MPI call once the progress thread may run
 
@@ -100,8 +99,10 @@ class Progress {
     const bool hosts = std::set<std::string>(g_hosts.begin(), g_hosts.end()).size() > 1;
     period_us_ = v && *v ? std::atol(v) : hosts ? 500 : 0;
     if (period_us_ <= 0 || !g_serialized || ranks < 2) return;
-    if (const char* c = std::getenv("HALO_MPI_CHUNK_KB"); c && std::atol(c) > 0) g_pacing.chunk = std::size_t(std::atol(c)) << 10;
-    if (const char* d = std::getenv("HALO_MPI_CHUNKS"); d && std::atoi(d) > 0) g_pacing.depth = std::atoi(d);
+    if (const char* c = std::getenv("HALO_MPI_CHUNK_KB"); c && std::atol(c) > 0)
+      g_pacing.chunk = std::size_t(std::atol(c)) << 10;
+    if (const char* d = std::getenv("HALO_MPI_CHUNKS"); d && std::atoi(d) > 0)
+      g_pacing.depth = std::atoi(d);
     g_pacing.chunk = std::min<std::size_t>(g_pacing.chunk, std::size_t(1) << 30);
     g_pacing.on = true;
     ranks_ = ranks;
@@ -156,20 +157,24 @@ void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw SystemError(std::string("MPI: ") + what + ": " + mpi_error(code));
 }
 
-
 // "rank 2 (node2) and rank 3 (node2)": the ranks behind the requests of `reqs` not complete yet.
 std::string unanswered(std::vector<MPI_Request>& reqs, const std::vector<int>& peers) {
   std::vector<int> ranks;
   for (std::size_t i = 0; i < reqs.size() && i < peers.size(); ++i) {
     int flag = 1;
     MPI_Status st;
-    if (reqs[i] != MPI_REQUEST_NULL) locked([&] { return MPI_Request_get_status(reqs[i], &flag, &st); });
-    if (!flag && std::find(ranks.begin(), ranks.end(), peers[i]) == ranks.end()) ranks.push_back(peers[i]);
+    if (reqs[i] != MPI_REQUEST_NULL)
+      locked([&] { return MPI_Request_get_status(reqs[i], &flag, &st); });
+    if (!flag && std::find(ranks.begin(), ranks.end(), peers[i]) == ranks.end())
+      ranks.push_back(peers[i]);
   }
   std::sort(ranks.begin(), ranks.end());
   std::string s;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + ("rank " + std::to_string(ranks[i]));
+    s += (i == 0                  ? ""
+          : i + 1 == ranks.size() ? " and "
+                                  : ", ") +
+         ("rank " + std::to_string(ranks[i]));
     if (std::size_t(ranks[i]) < g_hosts.size()) s += " (" + g_hosts[std::size_t(ranks[i])] + ")";
   }
   return s;
@@ -179,8 +184,8 @@ std::string unanswered(std::vector<MPI_Request>& reqs, const std::vector<int>& p
 // point-to-point requests whose peers[i] is given, the ranks that did not answer).
 // `feed`, when given, runs under the MPI lock before each test and says whether every message of
 // the exchange has been posted (paced sends).
-void wait_all(std::vector<MPI_Request>& reqs, const std::string& what, const std::vector<int>& peers = {},
-              const std::function<bool()>& feed = nullptr) {
+void wait_all(std::vector<MPI_Request>& reqs, const std::string& what,
+              const std::vector<int>& peers = {}, const std::function<bool()>& feed = nullptr) {
   if (reqs.empty() && !feed) return;
   const auto start = std::chrono::steady_clock::now();
   const double limit = comm_timeout_seconds();
@@ -196,11 +201,13 @@ void wait_all(std::vector<MPI_Request>& reqs, const std::string& what, const std
     if (const int e = Progress::get().error(); e != MPI_SUCCESS) check(e, what.c_str());
     if (spin > 2000) sched_yield();
     if (spin % 1024 == 0 && spin > 0) {
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > limit) {
         const std::string who = unanswered(reqs, peers);
-        throw SystemError(what + ": no answer from " + (who.empty() ? "the other ranks" : who) + " after " +
-                          std::to_string(int(waited)) + " s (a rank died or hangs, or its node or link is down; "
+        throw SystemError(what + ": no answer from " + (who.empty() ? "the other ranks" : who) +
+                          " after " + std::to_string(int(waited)) +
+                          " s (a rank died or hangs, or its node or link is down; "
                           "HALO_COMM_TIMEOUT_S sets the limit)");
       }
       if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -210,9 +217,12 @@ void wait_all(std::vector<MPI_Request>& reqs, const std::string& what, const std
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return MPI_SUM;
-    case ReduceOp::kMin: return MPI_MIN;
-    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kSum:
+      return MPI_SUM;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kMax:
+      return MPI_MAX;
   }
   return MPI_SUM;
 }
@@ -241,8 +251,9 @@ class MpiPending final : public Pending {
   // Posts one message now (g_mpi_lock held).
   void post(char* data, int bytes, int peer, bool send) {
     reqs_.emplace_back();
-    const int rc = send ? MPI_Isend(data, bytes, MPI_BYTE, peer, tag_, MPI_COMM_WORLD, &reqs_.back())
-                        : MPI_Irecv(data, bytes, MPI_BYTE, peer, tag_, MPI_COMM_WORLD, &reqs_.back());
+    const int rc =
+        send ? MPI_Isend(data, bytes, MPI_BYTE, peer, tag_, MPI_COMM_WORLD, &reqs_.back())
+             : MPI_Irecv(data, bytes, MPI_BYTE, peer, tag_, MPI_COMM_WORLD, &reqs_.back());
     check(rc, send ? "MPI_Isend" : "MPI_Irecv");
     peers_.push_back(peer);
     sending_.push_back(send);
@@ -302,8 +313,8 @@ class MpiPending final : public Pending {
 
   int tag_;
   std::vector<MPI_Request> reqs_;
-  std::vector<int> peers_;      // the peer of each request
-  std::vector<char> sending_;   // whether each request is a send
+  std::vector<int> peers_;                   // the peer of each request
+  std::vector<char> sending_;                // whether each request is a send
   std::map<int, std::deque<Chunk>> queued_;  // sends not posted yet, per peer, in order
   std::vector<int> done_;
   bool registered_ = false, waited_ = false;
@@ -333,7 +344,10 @@ class MpiCommunicator final : public Communicator {
     gethostname(mine, kName - 1);
     std::vector<char> all(std::size_t(size_) * kName, 0);
     std::vector<MPI_Request> req(1);
-    check(locked([&] { return MPI_Iallgather(mine, kName, MPI_CHAR, all.data(), kName, MPI_CHAR, MPI_COMM_WORLD, &req[0]); }),
+    check(locked([&] {
+            return MPI_Iallgather(mine, kName, MPI_CHAR, all.data(), kName, MPI_CHAR,
+                                  MPI_COMM_WORLD, &req[0]);
+          }),
           "MPI_Iallgather");
     wait_all(req, "start-up (host names)");
     for (int r = 0; r < size_; ++r) g_hosts.emplace_back(all.data() + std::size_t(r) * kName);
@@ -343,26 +357,33 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   const char* name() const override { return "mpi"; }
 
-  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
-                                    int tag) override {
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                    std::span<const PeerBlock> recvs, int tag) override {
     // MPI counts are ints, and paced sends travel in chunks: a block is one or more messages
     // with the same tag (MPI keeps their order between one pair of ranks, and both sides cut
     // the block at the same offsets). Only traffic between hosts is paced (both sides agree on
     // that): on one host MPI moves it through shared memory, where nothing queues behind it.
-    const auto paced = [&](int peer) { return g_pacing.on && g_hosts[std::size_t(peer)] != g_hosts[std::size_t(rank_)]; };
-    const auto chunk = [&](int peer) { return paced(peer) ? g_pacing.chunk : std::size_t(1) << 30; };
+    const auto paced = [&](int peer) {
+      return g_pacing.on && g_hosts[std::size_t(peer)] != g_hosts[std::size_t(rank_)];
+    };
+    const auto chunk = [&](int peer) {
+      return paced(peer) ? g_pacing.chunk : std::size_t(1) << 30;
+    };
     auto pending = std::make_unique<MpiPending>(tag);
     {
       std::lock_guard<std::mutex> lk(g_mpi_lock);
       for (const PeerBlock& b : recvs)  // receives first: sends can then complete eagerly
         for (std::size_t at = 0, c = chunk(b.peer); at < b.bytes; at += c)
-          pending->post(static_cast<char*>(b.data) + at, int(std::min(c, b.bytes - at)), b.peer, false);
+          pending->post(static_cast<char*>(b.data) + at, int(std::min(c, b.bytes - at)), b.peer,
+                        false);
       for (const PeerBlock& b : sends)
         for (std::size_t at = 0, c = chunk(b.peer); at < b.bytes; at += c) {
           char* p = static_cast<char*>(b.data) + at;
           const int len = int(std::min(c, b.bytes - at));
-          if (paced(b.peer)) pending->queue(p, len, b.peer);
-          else pending->post(p, len, b.peer, true);
+          if (paced(b.peer))
+            pending->queue(p, len, b.peer);
+          else
+            pending->post(p, len, b.peer, true);
         }
     }
     pending->register_for_progress();
@@ -373,22 +394,33 @@ class MpiCommunicator final : public Communicator {
     return pending;
   }
 
-  void allreduce(float* data, std::int64_t n, ReduceOp op) override { reduce(data, n, MPI_FLOAT, op); }
-  void allreduce(double* data, std::int64_t n, ReduceOp op) override { reduce(data, n, MPI_DOUBLE, op); }
-  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override { reduce(data, n, MPI_INT64_T, op); }
+  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
+    reduce(data, n, MPI_FLOAT, op);
+  }
+  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
+    reduce(data, n, MPI_DOUBLE, op);
+  }
+  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
+    reduce(data, n, MPI_INT64_T, op);
+  }
 
-  std::vector<char> gather(const void* data, std::size_t bytes, int root, std::vector<std::size_t>* counts) override {
+  std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                           std::vector<std::size_t>* counts) override {
     CollectiveScope collective;
     long long mine = static_cast<long long>(bytes);
     std::vector<long long> sizes(std::size_t(size_), 0);
     std::vector<MPI_Request> req(1);
-    check(locked([&] { return MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD, &req[0]); }),
+    check(locked([&] {
+            return MPI_Iallgather(&mine, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG,
+                                  MPI_COMM_WORLD, &req[0]);
+          }),
           "MPI_Iallgather");
     wait_all(req, "gather (sizes)");
     // Large payloads (predictions of a big graph) are sent in chunks below INT_MAX bytes.
     std::vector<char> out;
     std::vector<std::size_t> offs(std::size_t(size_) + 1, 0);
-    for (int r = 0; r < size_; ++r) offs[std::size_t(r) + 1] = offs[std::size_t(r)] + std::size_t(sizes[std::size_t(r)]);
+    for (int r = 0; r < size_; ++r)
+      offs[std::size_t(r) + 1] = offs[std::size_t(r)] + std::size_t(sizes[std::size_t(r)]);
     std::vector<MPI_Request> reqs;
     std::vector<int> gather_peers;  // the peer of each request
     constexpr std::size_t kChunk = std::size_t(1) << 30;
@@ -402,21 +434,28 @@ class MpiCommunicator final : public Communicator {
         for (std::size_t at = 0; at < std::size_t(sizes[std::size_t(r)]); at += kChunk) {
           const std::size_t len = std::min(kChunk, std::size_t(sizes[std::size_t(r)]) - at);
           reqs.emplace_back();
-          check(locked([&] { return MPI_Irecv(out.data() + offs[std::size_t(r)] + at, int(len), MPI_BYTE, r, kGatherTag, MPI_COMM_WORLD,
-                          &reqs.back()); }), "MPI_Irecv");
+          check(locked([&] {
+                  return MPI_Irecv(out.data() + offs[std::size_t(r)] + at, int(len), MPI_BYTE, r,
+                                   kGatherTag, MPI_COMM_WORLD, &reqs.back());
+                }),
+                "MPI_Irecv");
           gather_peers.push_back(r);
         }
       }
       if (counts) {
         counts->assign(std::size_t(size_), 0);
-        for (int r = 0; r < size_; ++r) (*counts)[std::size_t(r)] = std::size_t(sizes[std::size_t(r)]);
+        for (int r = 0; r < size_; ++r)
+          (*counts)[std::size_t(r)] = std::size_t(sizes[std::size_t(r)]);
       }
     } else {
       for (std::size_t at = 0; at < bytes; at += kChunk) {
         const std::size_t len = std::min(kChunk, bytes - at);
         reqs.emplace_back();
-        check(locked([&] { return MPI_Isend(static_cast<const char*>(data) + at, int(len), MPI_BYTE, root, kGatherTag, MPI_COMM_WORLD,
-                        &reqs.back()); }), "MPI_Isend");
+        check(locked([&] {
+                return MPI_Isend(static_cast<const char*>(data) + at, int(len), MPI_BYTE, root,
+                                 kGatherTag, MPI_COMM_WORLD, &reqs.back());
+              }),
+              "MPI_Isend");
         gather_peers.push_back(root);
       }
     }
@@ -440,8 +479,10 @@ class MpiCommunicator final : public Communicator {
     constexpr std::size_t kChunk = std::size_t(1) << 30;
     for (std::size_t at = 0; at < bytes; at += kChunk) {
       std::vector<MPI_Request> req(1);
-      check(locked([&] { return MPI_Ibcast(static_cast<char*>(data) + at, int(std::min(kChunk, bytes - at)), MPI_BYTE, root, MPI_COMM_WORLD,
-                       &req[0]); }),
+      check(locked([&] {
+              return MPI_Ibcast(static_cast<char*>(data) + at, int(std::min(kChunk, bytes - at)),
+                                MPI_BYTE, root, MPI_COMM_WORLD, &req[0]);
+            }),
             "MPI_Ibcast");
       wait_all(req, "broadcast");
     }
@@ -458,8 +499,11 @@ class MpiCommunicator final : public Communicator {
     constexpr std::int64_t kChunk = std::int64_t(1) << 28;
     for (std::int64_t at = 0; at < n; at += kChunk) {
       std::vector<MPI_Request> req(1);
-      check(locked([&] { return MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + at * tsize, int(std::min(kChunk, n - at)), type,
-                           mpi_op(op), MPI_COMM_WORLD, &req[0]); }),
+      check(locked([&] {
+              return MPI_Iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + at * tsize,
+                                    int(std::min(kChunk, n - at)), type, mpi_op(op), MPI_COMM_WORLD,
+                                    &req[0]);
+            }),
             "MPI_Iallreduce");
       wait_all(req, "all-reduce");
     }
@@ -485,11 +529,13 @@ std::unique_ptr<Pending> LocalCommunicator::exchange(std::span<const PeerBlock> 
                                                      std::span<const PeerBlock> recvs, int) {
   std::size_t sent = 0, received = 0;
   for (const PeerBlock& b : sends) {
-    if (b.bytes && b.peer != 0) throw ParamError("local communicator: no rank " + std::to_string(b.peer));
+    if (b.bytes && b.peer != 0)
+      throw ParamError("local communicator: no rank " + std::to_string(b.peer));
     sent += b.bytes;
   }
   for (const PeerBlock& b : recvs) {
-    if (b.bytes && b.peer != 0) throw ParamError("local communicator: no rank " + std::to_string(b.peer));
+    if (b.bytes && b.peer != 0)
+      throw ParamError("local communicator: no rank " + std::to_string(b.peer));
     received += b.bytes;
   }
   if (sent != received)
@@ -502,7 +548,8 @@ std::unique_ptr<Pending> LocalCommunicator::exchange(std::span<const PeerBlock> 
     for (std::size_t done = 0; done < r.bytes;) {
       while (sends[si].bytes == so) ++si, so = 0;
       const std::size_t n = std::min(r.bytes - done, sends[si].bytes - so);
-      std::memmove(static_cast<char*>(r.data) + done, static_cast<const char*>(sends[si].data) + so, n);
+      std::memmove(static_cast<char*>(r.data) + done, static_cast<const char*>(sends[si].data) + so,
+                   n);
       done += n;
       so += n;
     }
@@ -517,7 +564,8 @@ std::vector<char> LocalCommunicator::gather(const void* data, std::size_t bytes,
 }
 
 bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+  for (const char* v :
+       {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (std::getenv(v)) return true;
   return false;
 }
@@ -537,8 +585,10 @@ class InitWatchdog {
       std::unique_lock<std::mutex> lk(lock_);
       if (wake_.wait_for(lk, std::chrono::duration<double>(limit_s), [&] { return done_; })) return;
       std::fprintf(stderr,
-                   "error: rank %d of %d on %s: MPI start-up (MPI_Init_thread) did not finish within %g s: a rank "
-                   "did not start, was stopped, or its node is unreachable (HALO_COMM_TIMEOUT_S sets the limit)\n",
+                   "error: rank %d of %d on %s: MPI start-up (MPI_Init_thread) did not finish "
+                   "within %g s: a rank "
+                   "did not start, was stopped, or its node is unreachable (HALO_COMM_TIMEOUT_S "
+                   "sets the limit)\n",
                    rank, size, host_name().c_str(), limit_s);
       std::fflush(stderr);
       _exit(1);
@@ -569,7 +619,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   rank_from_env(&rank, &size);
   // Test hook: this rank stops itself before start-up, as a rank frozen by SIGSTOP or a hung
   // node would (tests/runtime/bad_training_test.cc).
-  if (const char* v = std::getenv("HALO_TEST_STOP_BEFORE_MPI_INIT"); v && *v && std::atoi(v) == rank) raise(SIGSTOP);
+  if (const char* v = std::getenv("HALO_TEST_STOP_BEFORE_MPI_INIT");
+      v && *v && std::atoi(v) == rank)
+    raise(SIGSTOP);
   double limit = 600;
   try {
     limit = comm_timeout_seconds();
@@ -613,7 +665,8 @@ double comm_timeout_seconds() {
     if (!v || !*v) return 600.0;
     char* end = nullptr;
     const double x = std::strtod(v, &end);
-    if (end == v || *end || !(x > 0)) throw ParamError(std::string("HALO_COMM_TIMEOUT_S='") + v + "': expected seconds > 0");
+    if (end == v || *end || !(x > 0))
+      throw ParamError(std::string("HALO_COMM_TIMEOUT_S='") + v + "': expected seconds > 0");
     return x;
   }();
   return s;

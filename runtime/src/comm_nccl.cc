@@ -39,7 +39,8 @@ struct NcclApi {
   ncclResult_t (*get_async_error)(ncclComm_t, ncclResult_t*) = nullptr;
   ncclResult_t (*group_start)() = nullptr;
   ncclResult_t (*group_end)() = nullptr;
-  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*send)(const void*, size_t, ncclDataType_t, int, ncclComm_t,
+                       cudaStream_t) = nullptr;
   ncclResult_t (*recv)(void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
   ncclResult_t (*all_reduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                              cudaStream_t) = nullptr;
@@ -81,8 +82,9 @@ struct NcclApi {
 void check(ncclResult_t r, const char* call, const char* file, int line) {
   if (r == ncclSuccess) return;
   const NcclApi& api = NcclApi::get();
-  throw SystemError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                    (api.error_string ? api.error_string(r) : "NCCL error " + std::to_string(int(r))));
+  throw SystemError(
+      std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+      (api.error_string ? api.error_string(r) : "NCCL error " + std::to_string(int(r))));
 }
 #define HALO_NCCL_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
@@ -118,10 +120,12 @@ void wait_event(cudaEvent_t ev, NcclState& s, const char* what) {
       }
     }
     if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > comm_timeout_seconds()) {
       s.abort_once();
-      throw SystemError(std::string(what) + ": no answer from the other ranks after " + std::to_string(int(waited)) +
+      throw SystemError(std::string(what) + ": no answer from the other ranks after " +
+                        std::to_string(int(waited)) +
                         " s (a rank died or hangs; HALO_COMM_TIMEOUT_S sets the limit)");
     }
   }
@@ -168,8 +172,10 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override {
     remove_unwind_hook(unwind_hook_);
     if (state_.comm && !state_.aborted) {
-      if (std::uncaught_exceptions() > 0) state_.abort_once();
-      else NcclApi::get().comm_destroy(state_.comm);
+      if (std::uncaught_exceptions() > 0)
+        state_.abort_once();
+      else
+        NcclApi::get().comm_destroy(state_.comm);
     }
     if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -180,16 +186,18 @@ class NcclCommunicator final : public Communicator {
   bool device_buffers() const override { return true; }
   bool needs_gpu_memory() const override { return true; }
 
-  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
-                                    int) override {
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                    std::span<const PeerBlock> recvs, int) override {
     const NcclApi& api = NcclApi::get();
     if (state_.aborted) throw SystemError("halo exchange (NCCL): the communicator was aborted");
     after_backend_work();
     HALO_NCCL_CHECK(api.group_start());
     for (const PeerBlock& b : recvs)
-      if (b.bytes) HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
+      if (b.bytes)
+        HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
     for (const PeerBlock& b : sends)
-      if (b.bytes) HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
+      if (b.bytes)
+        HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
     HALO_NCCL_CHECK(api.group_end());
     cudaEvent_t ev = nullptr;
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
@@ -198,15 +206,23 @@ class NcclCommunicator final : public Communicator {
   }
 
   // Host-memory reductions (counts, losses, statistics) stay on the bootstrap communicator.
-  void allreduce(float* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
-  void allreduce(double* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
-  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override { boot_.allreduce(data, n, op); }
+  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
+    boot_.allreduce(data, n, op);
+  }
+  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
+    boot_.allreduce(data, n, op);
+  }
+  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
+    boot_.allreduce(data, n, op);
+  }
 
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
-    if (state_.aborted) throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
+    if (state_.aborted)
+      throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
     after_backend_work();
-    HALO_NCCL_CHECK(api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
+    HALO_NCCL_CHECK(
+        api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
     cudaEvent_t ev = nullptr;
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
@@ -214,10 +230,13 @@ class NcclCommunicator final : public Communicator {
     done.wait();
   }
 
-  std::vector<char> gather(const void* data, std::size_t bytes, int root, std::vector<std::size_t>* counts) override {
+  std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                           std::vector<std::size_t>* counts) override {
     return boot_.gather(data, bytes, root, counts);
   }
-  void broadcast(void* data, std::size_t bytes, int root) override { boot_.broadcast(data, bytes, root); }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    boot_.broadcast(data, bytes, root);
+  }
   void barrier() override { boot_.barrier(); }
   void abort(int code) override {
     state_.abort_once();

@@ -36,7 +36,8 @@ std::uint16_t* device_halves(Matrix& m, std::int64_t count, Device where = Devic
 
 // One block per peer that has rows: peer q's rows are [offsets[q], offsets[q+1]) of a row array
 // starting at base, row_bytes each (send lists, receive lists and the halo rows all lie so).
-std::vector<PeerBlock> peer_blocks(int k, const EdgeId* offsets, void* base, std::size_t row_bytes) {
+std::vector<PeerBlock> peer_blocks(int k, const EdgeId* offsets, void* base,
+                                   std::size_t row_bytes) {
   std::vector<PeerBlock> out;
   for (int q = 0; q < k; ++q)
     if (offsets[q + 1] > offsets[q])
@@ -50,11 +51,17 @@ struct HaloExchanger::Slot {
   std::unique_ptr<Pending> pending;
   std::vector<char> send, recv, prev;  // MPI: host payloads
   Matrix dsend, drecv, dprev;          // NCCL: device payloads (raw storage)
-  bool primed = false;  // has delivered once this run
+  bool primed = false;                 // has delivered once this run
 };
 
-HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype, int staleness)
-    : comm_(comm), be_(be), plan_(plan), dtype_(dtype), staleness_(staleness), gpu_(be.device() == Device::kCuda) {
+HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan,
+                             HaloDtype dtype, int staleness)
+    : comm_(comm),
+      be_(be),
+      plan_(plan),
+      dtype_(dtype),
+      staleness_(staleness),
+      gpu_(be.device() == Device::kCuda) {
   if (gpu_) {  // rows are packed on the device, then staged through the host for MPI
     send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
     stage_.set_device(Device::kCuda);
@@ -63,7 +70,8 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView
   // loopback that runs this path without a GPU) takes the direct path: no staging.
   direct_ = comm.device_buffers();
   if (comm.needs_gpu_memory() && !gpu_)
-    throw ParamError(std::string("the ") + comm.name() + " communicator moves GPU memory: it needs the CUDA backend");
+    throw ParamError(std::string("the ") + comm.name() +
+                     " communicator moves GPU memory: it needs the CUDA backend");
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
@@ -72,7 +80,8 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView
 
 HaloExchanger::~HaloExchanger() = default;
 
-std::int64_t HaloExchanger::predicted_bytes(const HaloPlanView& plan, const std::vector<std::int64_t>& widths,
+std::int64_t HaloExchanger::predicted_bytes(const HaloPlanView& plan,
+                                            const std::vector<std::int64_t>& widths,
                                             const std::vector<bool>& backward, HaloDtype dtype) {
   const auto es = std::int64_t(value_bytes(dtype));
   std::int64_t total = 0;
@@ -93,8 +102,8 @@ void HaloExchanger::finish_pending(std::unique_ptr<Pending>& p) {
 
 // Packs the rows each peer needs and posts the exchange; the halo rows arrive in `recv` (packed,
 // in the payload dtype) or, when recv_in_place, directly in rows [owned, all) of `all`.
-void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place,
-                                  int tag) {
+void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send, void* recv,
+                                  bool recv_in_place, int tag) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
   const std::size_t es = value_bytes(dtype_);
   send.resize(std::size_t(n * w) * es);
@@ -120,15 +129,16 @@ void HaloExchanger::start_forward(const MatrixView& all, std::vector<char>& send
   }
   const std::size_t row = std::size_t(w) * es;
   const auto sends = peer_blocks(plan_.k, plan_.send_offsets, send.data(), row);
-  const auto recvs = peer_blocks(plan_.k, plan_.recv_offsets, recv_in_place ? all.row(plan_.owned) : recv, row);
+  const auto recvs =
+      peer_blocks(plan_.k, plan_.recv_offsets, recv_in_place ? all.row(plan_.owned) : recv, row);
   stats_.bytes_sent += std::int64_t(send.size());
   pending_next_ = comm_.exchange(sends, recvs, tag);
 }
 
 // Posts the halo rows' gradients to their owners (from a packed copy in `send` when copy_send or
 // bf16; straight from `all` otherwise) and the receives of this rank's own rows' gradients.
-void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv,
-                                   bool copy_send, int tag) {
+void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& send,
+                                   std::vector<char>& recv, bool copy_send, int tag) {
   const std::int64_t w = all.cols, h = plan_.halo;
   const std::size_t es = value_bytes(dtype_);
   const float* halo_rows = all.row(plan_.owned);
@@ -162,7 +172,8 @@ void HaloExchanger::start_backward(const MatrixView& all, std::vector<char>& sen
 void HaloExchanger::unpack_halo(const std::vector<char>& recv, const MatrixView& all) {
   const std::int64_t n = plan_.halo * all.cols;
   if (dtype_ == HaloDtype::kF32) {
-    copy_floats(all.device, all.row(plan_.owned), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n);
+    copy_floats(all.device, all.row(plan_.owned), Device::kCpu,
+                reinterpret_cast<const float*>(recv.data()), n);
     return;
   }
   const auto* in = reinterpret_cast<const std::uint16_t*>(recv.data());
@@ -184,7 +195,8 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
       device_copy(half, recv.data(), std::size_t(n * w) * 2, CopyKind::kHostToDevice);
       be_.unpack_bf16(half, n * w, stage_.data());
     } else {
-      copy_floats(Device::kCuda, stage_.data(), Device::kCpu, reinterpret_cast<const float*>(recv.data()), n * w);
+      copy_floats(Device::kCuda, stage_.data(), Device::kCpu,
+                  reinterpret_cast<const float*>(recv.data()), n * w);
     }
     be_.scatter_add_rows(stage_.view(), send_index(), n, all.rows_range(0, plan_.owned));
     return;
@@ -195,7 +207,8 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
     be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(recv.data()), n * w, widened_.data());
     rows = widened_.data();
   }
-  be_.scatter_add_rows({const_cast<float*>(rows), n, w, all.device}, plan_.send, n, all.rows_range(0, plan_.owned));
+  be_.scatter_add_rows({const_cast<float*>(rows), n, w, all.device}, plan_.send, n,
+                       all.rows_range(0, plan_.owned));
 }
 
 HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slots, int layer) {
@@ -232,7 +245,8 @@ void HaloExchanger::post_direct_forward(const MatrixView& all, Matrix& send, voi
 
 // The halo rows' gradients go home from the halo rows themselves (exact f32), or from a copy in
 // `send` (narrowed to bf16, or kept because the halo rows change while they travel).
-void HaloExchanger::post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send, int tag) {
+void HaloExchanger::post_direct_backward(const MatrixView& all, Matrix& send, void* recv,
+                                         bool copy_send, int tag) {
   const std::int64_t w = all.cols, h = plan_.halo;
   const std::size_t row = std::size_t(w) * value_bytes(dtype_);
   void* out = all.row(plan_.owned);
@@ -289,8 +303,10 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
   fwd_stale_ = training && staleness_ > 0;
   if (!fwd_stale_) {
     if (direct_) {  // f32 lands in the halo rows themselves
-      void* recv = dtype_ == HaloDtype::kF32 ? all.row(plan_.owned) : direct_payload(wire_recv_, plan_.halo, all.cols);
-      post_direct_forward(all, dtype_ == HaloDtype::kF32 ? stage_ : wire_send_, recv, tag_of(layer, kForward));
+      void* recv = dtype_ == HaloDtype::kF32 ? all.row(plan_.owned)
+                                             : direct_payload(wire_recv_, plan_.halo, all.cols);
+      post_direct_forward(all, dtype_ == HaloDtype::kF32 ? stage_ : wire_send_, recv,
+                          tag_of(layer, kForward));
     } else {
       const bool in_place = dtype_ == HaloDtype::kF32 && !gpu_;
       recv_buf_.resize(in_place ? 0 : std::size_t(plan_.halo * all.cols) * value_bytes(dtype_));
@@ -308,12 +324,16 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
   void* drecv = direct_ ? direct_payload(s.drecv, plan_.halo, all.cols) : nullptr;
   if (!direct_) s.recv.resize(std::size_t(plan_.halo * all.cols) * es);
   auto post = [&] {
-    if (direct_) post_direct_forward(all, s.dsend, drecv, tag_of(layer, kStaleForward));
-    else start_forward(all, s.send, s.recv.data(), false, tag_of(layer, kStaleForward));
+    if (direct_)
+      post_direct_forward(all, s.dsend, drecv, tag_of(layer, kStaleForward));
+    else
+      start_forward(all, s.send, s.recv.data(), false, tag_of(layer, kStaleForward));
   };
   auto unpack = [&] {
-    if (direct_) unpack_direct_halo(drecv, all);
-    else unpack_halo(s.recv, all);
+    if (direct_)
+      unpack_direct_halo(drecv, all);
+    else
+      unpack_halo(s.recv, all);
   };
   if (!s.primed) {
     post();
@@ -340,7 +360,8 @@ void HaloExchanger::forward_end() {
 void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
   if (staleness_ == 0) {
     if (direct_) {
-      void* recv = direct_payload(dtype_ == HaloDtype::kF32 ? grad_stage_ : wire_recv_, plan_.send_rows(), all.cols);
+      void* recv = direct_payload(dtype_ == HaloDtype::kF32 ? grad_stage_ : wire_recv_,
+                                  plan_.send_rows(), all.cols);
       post_direct_backward(all, wire_send_, recv, /*copy_send=*/false, tag_of(layer, kBackward));
     } else {
       start_backward(all, send_buf_, recv_buf_, /*copy_send=*/false, tag_of(layer, kBackward));
@@ -355,9 +376,10 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
   bwd_active_ = &s;
   auto post = [&] {
     if (direct_)
-      post_direct_backward(all, s.dsend, direct_payload(s.drecv, plan_.send_rows(), all.cols), /*copy_send=*/true,
-                           tag_of(layer, kStaleBackward));
-    else start_backward(all, s.send, s.recv, /*copy_send=*/true, tag_of(layer, kStaleBackward));
+      post_direct_backward(all, s.dsend, direct_payload(s.drecv, plan_.send_rows(), all.cols),
+                           /*copy_send=*/true, tag_of(layer, kStaleBackward));
+    else
+      start_backward(all, s.send, s.recv, /*copy_send=*/true, tag_of(layer, kStaleBackward));
   };
   auto arrived = [&] {  // what just arrived becomes what backward_end adds
     std::swap(s.recv, s.prev);
@@ -379,14 +401,18 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
 
 void HaloExchanger::backward_end(const MatrixView& all) {
   if (bwd_active_) {
-    if (direct_) add_direct_received(bwd_active_->dprev.data(), all);
-    else add_received(bwd_active_->prev, all);
+    if (direct_)
+      add_direct_received(bwd_active_->dprev.data(), all);
+    else
+      add_received(bwd_active_->prev, all);
     bwd_active_ = nullptr;
     return;
   }
   finish_pending(pending_);
-  if (direct_) add_direct_received(dtype_ == HaloDtype::kF32 ? grad_stage_.data() : wire_recv_.data(), all);
-  else add_received(recv_buf_, all);
+  if (direct_)
+    add_direct_received(dtype_ == HaloDtype::kF32 ? grad_stage_.data() : wire_recv_.data(), all);
+  else
+    add_received(recv_buf_, all);
 }
 
 void HaloExchanger::allreduce(double* data, std::int64_t n) {

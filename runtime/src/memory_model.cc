@@ -271,7 +271,8 @@ std::int64_t gradient_bytes(const RankShape& r, const ModelShape& m) {
 }
 
 // Parameters with their optimiser state and copies, and batch-norm vectors.
-std::int64_t weight_bytes(const ModelShape& m, const std::vector<LayerShape>& layers, bool exchanges) {
+std::int64_t weight_bytes(const ModelShape& m, const std::vector<LayerShape>& layers,
+                          bool exchanges) {
   // Parameters (value, grad, Adam m and v), the fused all-reduce buffer, the best epoch's model
   // (RunState::best) and the temporary model_values builds to replace it, batch-norm vectors.
   std::int64_t params = 0, bn_buffers = 0;
@@ -283,8 +284,8 @@ std::int64_t weight_bytes(const ModelShape& m, const std::vector<LayerShape>& la
   }
   // Batch mean and inv_std, and the zeros and ones rebuild_output normalises with.
   const std::int64_t bn_scratch = 2 * bn_buffers;
-  return kFloat * (4 * params + (exchanges ? params : 0) + 2 * (params + bn_buffers) +
-                          bn_buffers + bn_scratch);
+  return kFloat * (4 * params + (exchanges ? params : 0) + 2 * (params + bn_buffers) + bn_buffers +
+                   bn_scratch);
 }
 
 // Short-lived buffers alive at the peak.
@@ -392,20 +393,21 @@ void refuse_impossible_memory(const RankShape& r, const ModelShape& m, const std
   const double need = predicted_rank_bytes(r, m, &largest);
   const AvailableMemory avail = available_memory();
   if (avail.bytes <= 0 || need <= 2.0 * double(avail.bytes)) return;
-  const bool model_part = largest == "weights" || largest == "activations" || largest == "gradients" ||
-                          largest == "exchange" || largest == "weights and activations" ||
-                          largest == "transient";
+  const bool model_part = largest == "weights" || largest == "activations" ||
+                          largest == "gradients" || largest == "exchange" ||
+                          largest == "weights and activations" || largest == "transient";
   char head[160];
   if (model_part)
     std::snprintf(head, sizeof head, "--hidden %lld --layers %d", (long long)m.hidden, m.layers);
   else
     std::snprintf(head, sizeof head, "%s", source.c_str());
-  throw ParamError(std::string(head) + ": training needs about " + format_bytes(std::uint64_t(need)) +
-                   " on this rank (memory model; mostly " + largest + "), but only " +
-                   format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source + "); " +
-                   (model_part    ? "lower --hidden or --layers"
-                    : r.ranks > 1 ? "partition the dataset into more parts"
-                                  : "partition the dataset (halo partition) and train across ranks"));
+  throw ParamError(
+      std::string(head) + ": training needs about " + format_bytes(std::uint64_t(need)) +
+      " on this rank (memory model; mostly " + largest + "), but only " +
+      format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source + "); " +
+      (model_part    ? "lower --hidden or --layers"
+       : r.ranks > 1 ? "partition the dataset into more parts"
+                     : "partition the dataset (halo partition) and train across ranks"));
 }
 
 namespace {
@@ -470,13 +472,16 @@ AvailableMemory available_memory() {
       continue;
     }
     // The tightest room left on the way up (a parent's limit binds its children too).
-    for (std::string d = dir; d.size() >= std::string("/sys/fs/cgroup").size(); d = d.substr(0, d.rfind('/'))) {
-      const long long limit = first_number(d + "/" + limit_file), used = first_number(d + "/" + usage_file);
+    for (std::string d = dir; d.size() >= std::string("/sys/fs/cgroup").size();
+         d = d.substr(0, d.rfind('/'))) {
+      const long long limit = first_number(d + "/" + limit_file),
+                      used = first_number(d + "/" + usage_file);
       if (limit > 0 && limit < (1LL << 60) && used >= 0) {
         // Usage counts the page cache, which the kernel reclaims before it kills anything: after
         // reading a large file a cgroup looks full while it has room (as kubelet's working set,
         // the file pages are taken off).
-        const std::int64_t room = std::max<std::int64_t>(0, limit - (used - file_cache_bytes(d, v1)));
+        const std::int64_t room =
+            std::max<std::int64_t>(0, limit - (used - file_cache_bytes(d, v1)));
         if (a.bytes == 0 || room < a.bytes) {
           a.bytes = room;
           a.source = "its memory cgroup's limit";

@@ -40,17 +40,26 @@ class DirectOver final : public Communicator {
   int size() const override { return inner_.size(); }
   const char* name() const override { return inner_.name(); }
   bool device_buffers() const override { return true; }
-  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
-                                    int tag) override {
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                    std::span<const PeerBlock> recvs, int tag) override {
     return inner_.exchange(sends, recvs, tag);
   }
-  void allreduce(float* data, std::int64_t n, ReduceOp op) override { inner_.allreduce(data, n, op); }
-  void allreduce(double* data, std::int64_t n, ReduceOp op) override { inner_.allreduce(data, n, op); }
-  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override { inner_.allreduce(data, n, op); }
-  std::vector<char> gather(const void* data, std::size_t bytes, int root, std::vector<std::size_t>* counts) override {
+  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                           std::vector<std::size_t>* counts) override {
     return inner_.gather(data, bytes, root, counts);
   }
-  void broadcast(void* data, std::size_t bytes, int root) override { inner_.broadcast(data, bytes, root); }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    inner_.broadcast(data, bytes, root);
+  }
   void barrier() override { inner_.barrier(); }
   void abort(int code) override { inner_.abort(code); }
 
@@ -98,7 +107,8 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
   if (ok) nccl = make_nccl_communicator(comm, local % devs.count);
   if (rank == 0 && announce) {
     if (!ok && why.empty()) why = "another rank cannot use NCCL";
-    out << "halo exchange: " << (ok ? "NCCL, device to device" : "MPI with host staging (" + why + ")") << "\n";
+    out << "halo exchange: "
+        << (ok ? "NCCL, device to device" : "MPI with host staging (" + why + ")") << "\n";
   }
   return nccl;
 }
@@ -109,7 +119,8 @@ ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostre
   ExchangeComms c;
   const int ranks = comm.size();
   if (gpu && ranks > 1) c.nccl = place_on_gpu(comm, announce, out);
-  if (const char* v = std::getenv("HALO_TEST_DIRECT_EXCHANGE"); v && std::string(v) == "1" && !gpu && ranks > 1)
+  if (const char* v = std::getenv("HALO_TEST_DIRECT_EXCHANGE");
+      v && std::string(v) == "1" && !gpu && ranks > 1)
     c.direct = std::make_unique<DirectOver>(comm);
   return c;
 }

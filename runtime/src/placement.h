@@ -15,7 +15,9 @@ struct ExchangeComms {
   std::unique_ptr<Communicator> nccl;    // GPU ranks, one GPU each, every rank with NCCL
   std::unique_ptr<Communicator> direct;  // the HALO_TEST_DIRECT_EXCHANGE=1 test hook (CPU ranks)
   // The one the halo exchange uses: NCCL, else the test hook, else comm itself.
-  Communicator& exchange(Communicator& comm) const { return nccl ? *nccl : direct ? *direct : comm; }
+  Communicator& exchange(Communicator& comm) const {
+    return nccl ? *nccl : direct ? *direct : comm;
+  }
 };
 
 // Places this rank on a GPU when gpu and the job has several ranks (the rank's index among the

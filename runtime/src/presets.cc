@@ -20,7 +20,8 @@ TrainOptions::Fault parse_fault(const std::string& spec) {
     std::size_t used = 0;
     f.rank = std::stoi(spec.substr(0, a), &used);
     if (used != a) throw bad();
-    const std::string e = spec.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
+    const std::string e =
+        spec.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1);
     f.epoch = std::stoi(e, &used);
     if (used != e.size()) throw bad();
   } catch (const std::logic_error&) {
@@ -28,9 +29,12 @@ TrainOptions::Fault parse_fault(const std::string& spec) {
   }
   if (b != std::string::npos) {
     const std::string mode = spec.substr(b + 1);
-    if (mode == "kill") f.mode = FaultMode::kKill;
-    else if (mode == "hang") f.mode = FaultMode::kHang;
-    else if (mode != "throw") throw bad();
+    if (mode == "kill")
+      f.mode = FaultMode::kKill;
+    else if (mode == "hang")
+      f.mode = FaultMode::kHang;
+    else if (mode != "throw")
+      throw bad();
   }
   if (f.rank < 0 || f.epoch < 1) throw bad();
   return f;

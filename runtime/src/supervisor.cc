@@ -34,7 +34,9 @@ std::string job_token() {
     if (std::fread(&x, sizeof x, 1, f) != 1) x = 0;
     std::fclose(f);
   }
-  x ^= static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<unsigned long long>(getpid()) << 32);
+  x ^=
+      static_cast<unsigned long long>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+      (static_cast<unsigned long long>(getpid()) << 32);
   char s[20];
   std::snprintf(s, sizeof s, "%016llx", x);
   return s;
@@ -95,7 +97,8 @@ int supervise_rank() {
     a.sin_addr.s_addr = htonl(INADDR_ANY);
     socklen_t len = sizeof a;
     if (listen_fd < 0 || ::bind(listen_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listen_fd, 1024) != 0 || getsockname(listen_fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        ::listen(listen_fd, 1024) != 0 ||
+        getsockname(listen_fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       if (listen_fd >= 0) ::close(listen_fd);
       listen_fd = -1;
     } else {
@@ -117,7 +120,7 @@ int supervise_rank() {
     sigprocmask(SIG_SETMASK, &old, nullptr);
     return -1;
   }
-  if (child == 0) {  // the worker
+  if (child == 0) {                    // the worker
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // a supervisor killed from outside takes its worker along
     if (getppid() != parent) _exit(1);
     ::close(ctl[0]);
@@ -145,10 +148,11 @@ int supervise_rank() {
     prog = prog.substr(0, prog.rfind('/') + 1) + "halo-rank-supervisor";
     for (int fd : {ctl[0], listen_fd})
       if (fd >= 0) fcntl(fd, F_SETFD, 0);  // kept across exec
-    const std::string c = std::to_string(child), f = std::to_string(ctl[0]), l = std::to_string(listen_fd),
-                      t = std::to_string(args.heartbeat_timeout_s);
-    const char* argv[] = {prog.c_str(), c.c_str(), f.c_str(), l.c_str(), token.empty() ? "-" : token.c_str(),
-                          t.c_str(), nullptr};
+    const std::string c = std::to_string(child), f = std::to_string(ctl[0]),
+                      l = std::to_string(listen_fd), t = std::to_string(args.heartbeat_timeout_s);
+    const char* argv[] = {
+        prog.c_str(), c.c_str(), f.c_str(), l.c_str(), token.empty() ? "-" : token.c_str(),
+        t.c_str(),    nullptr};
     ::execv(prog.c_str(), const_cast<char* const*>(argv));
   }
   return run_supervisor(args);
@@ -173,8 +177,8 @@ void join_supervisors(Communicator& comm) {
   }
   comm.broadcast(record, sizeof record, 0);
   record[sizeof record - 1] = 0;
-  const std::string line = "join " + std::to_string(comm.rank()) + " " + std::to_string(comm.size()) + " " +
-                           host_name() + " " + record + "\n";
+  const std::string line = "join " + std::to_string(comm.rank()) + " " +
+                           std::to_string(comm.size()) + " " + host_name() + " " + record + "\n";
   [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
   ::close(fd);
 }

@@ -98,7 +98,9 @@ MemoryCgroup memory_cgroup() {
 long long oom_kills(const MemoryCgroup& cg) {
   long long n = std::max(0LL, keyed_value(read_file("/proc/vmstat"), "oom_kill"));
   if (!cg.dir.empty())
-    n += std::max(0LL, keyed_value(read_file(cg.dir + (cg.v2 ? "/memory.events" : "/memory.oom_control")), "oom_kill"));
+    n += std::max(
+        0LL, keyed_value(read_file(cg.dir + (cg.v2 ? "/memory.events" : "/memory.oom_control")),
+                         "oom_kill"));
   return n;
 }
 
@@ -106,11 +108,13 @@ long long oom_kills(const MemoryCgroup& cg) {
 long long memory_limit(const MemoryCgroup& cg) {
   if (cg.dir.empty()) return 0;
   if (!cg.v2) {
-    const long long h = keyed_value(read_file(cg.dir + "/memory.stat"), "hierarchical_memory_limit");
+    const long long h =
+        keyed_value(read_file(cg.dir + "/memory.stat"), "hierarchical_memory_limit");
     return h > 0 && h < (1LL << 60) ? h : 0;
   }
   long long best = 0;
-  for (std::string d = cg.dir; d.size() > std::strlen("/sys/fs/cgroup"); d = d.substr(0, d.rfind('/'))) {
+  for (std::string d = cg.dir; d.size() > std::strlen("/sys/fs/cgroup");
+       d = d.substr(0, d.rfind('/'))) {
     const std::string v = read_file(d + "/memory.max");
     if (!v.empty() && v.rfind("max", 0) != 0) {
       const long long x = std::atoll(v.c_str());
@@ -122,8 +126,10 @@ long long memory_limit(const MemoryCgroup& cg) {
 
 std::string size_text(double bytes) {
   char s[32];
-  if (bytes < double(1ULL << 30)) std::snprintf(s, sizeof s, "%.0f MiB", bytes / double(1ULL << 20));
-  else std::snprintf(s, sizeof s, "%.2f GiB", bytes / double(1ULL << 30));
+  if (bytes < double(1ULL << 30))
+    std::snprintf(s, sizeof s, "%.0f MiB", bytes / double(1ULL << 20));
+  else
+    std::snprintf(s, sizeof s, "%.2f GiB", bytes / double(1ULL << 30));
   return s;
 }
 
@@ -157,7 +163,8 @@ int connect_to(const std::string& addr, int port, double seconds) {
   pollfd p{fd, POLLOUT, 0};
   int err = 0;
   socklen_t elen = sizeof err;
-  if (::poll(&p, 1, int(seconds * 1000)) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err) {
+  if (::poll(&p, 1, int(seconds * 1000)) != 1 ||
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err) {
     ::close(fd);
     return -1;
   }
@@ -181,7 +188,11 @@ struct Peer {
 class Supervisor {
  public:
   explicit Supervisor(const SupervisorArgs& a)
-      : child_(a.child), ctl_(a.ctl), listen_(a.listen), token_(a.token), timeout_(a.heartbeat_timeout_s) {
+      : child_(a.child),
+        ctl_(a.ctl),
+        listen_(a.listen),
+        token_(a.token),
+        timeout_(a.heartbeat_timeout_s) {
     rank_from_env(&rank_, &size_);
     host_ = host_name();
     cgroup_ = memory_cgroup();
@@ -265,7 +276,9 @@ class Supervisor {
     std::istringstream in(ctl_in_);
     std::string word, rank0_host, addrs, token;
     int port = 0;
-    if (!(in >> word >> rank_ >> size_ >> host_ >> rank0_host >> port >> token >> addrs) || word != "join") return;
+    if (!(in >> word >> rank_ >> size_ >> host_ >> rank0_host >> port >> token >> addrs) ||
+        word != "join")
+      return;
     if (rank_ == 0 || port <= 0) return;  // rank 0 listens; port 0: rank 0 is not supervised
     std::istringstream as(addrs);
     for (std::string a; std::getline(as, a, ',');) {
@@ -280,9 +293,11 @@ class Supervisor {
       send_all(fd, "hello " + std::to_string(rank_) + " " + host_ + " " + token + "\n");
       return;
     }
-    std::fprintf(stderr, "warning: rank %d of %d on %s: cannot reach rank 0's supervisor at %s port %d: a lost node "
-                         "will be noticed only by the launcher and HALO_COMM_TIMEOUT_S\n",
-                 rank_, size_, host_.c_str(), addrs.c_str(), port);
+    std::fprintf(
+        stderr,
+        "warning: rank %d of %d on %s: cannot reach rank 0's supervisor at %s port %d: a lost node "
+        "will be noticed only by the launcher and HALO_COMM_TIMEOUT_S\n",
+        rank_, size_, host_.c_str(), addrs.c_str(), port);
   }
 
   void accept_peers() {
@@ -346,15 +361,18 @@ class Supervisor {
     const double t = now_s();
     std::map<std::string, std::vector<int>> closed, silent;  // by host, ranks in order
     bool timed_out = false;
-    for (const Peer& p : peers_) timed_out |= p.rank >= 0 && !p.bye && p.fd >= 0 && t - p.heard > timeout_;
+    for (const Peer& p : peers_)
+      timed_out |= p.rank >= 0 && !p.bye && p.fd >= 0 && t - p.heard > timeout_;
     // Peers beat once a second, so a node's ranks fall silent up to a second apart: once one
     // has timed out, every peer silent for more than half the timeout (2.5 s at least) went
     // with it.
     const double silent_for = timed_out ? std::max(2.5, timeout_ / 2) : timeout_;
     for (const Peer& p : peers_) {
       if (p.rank < 0 || p.bye) continue;
-      if (p.fd == -2) closed[p.host].push_back(p.rank);
-      else if (t - p.heard > silent_for) silent[p.host].push_back(p.rank);
+      if (p.fd == -2)
+        closed[p.host].push_back(p.rank);
+      else if (t - p.heard > silent_for)
+        silent[p.host].push_back(p.rank);
     }
     if (closed.empty() && silent.empty()) return;
     for (auto* m : {&closed, &silent})
@@ -370,18 +388,23 @@ class Supervisor {
     auto names = [](const std::vector<int>& ranks) {
       std::string s;
       for (std::size_t i = 0; i < ranks.size(); ++i)
-        s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + ("rank " + std::to_string(ranks[i]));
+        s += (i == 0                  ? ""
+              : i + 1 == ranks.size() ? " and "
+                                      : ", ") +
+             ("rank " + std::to_string(ranks[i]));
       return s;
     };
     for (const auto& [host, ranks] : closed)
       std::fprintf(stderr,
-                   "error: rank %d of %d on %s: lost %s on %s: %s without a goodbye (killed, or the node went down); "
+                   "error: rank %d of %d on %s: lost %s on %s: %s without a goodbye (killed, or "
+                   "the node went down); "
                    "ending the job\n",
                    rank_, size_, host_.c_str(), names(ranks).c_str(), host.c_str(),
                    ranks.size() == 1 ? "its connection closed" : "their connections closed");
     for (const auto& [host, ranks] : silent)
       std::fprintf(stderr,
-                   "error: rank %d of %d on %s: lost %s on %s: no heartbeat for %.0f s (the node or its link is "
+                   "error: rank %d of %d on %s: lost %s on %s: no heartbeat for %.0f s (the node "
+                   "or its link is "
                    "down; HALO_HEARTBEAT_TIMEOUT_S sets the limit); ending the job\n",
                    rank_, size_, host_.c_str(), names(ranks).c_str(), host.c_str(), timeout_);
     std::fflush(stderr);
@@ -421,14 +444,16 @@ class Supervisor {
       std::string what;
       if (sig == SIGKILL && oom_kills(cgroup_) > ooms_before_) {
         const long long limit = memory_limit(cgroup_);
-        what = "out of memory: the kernel's OOM killer ended it at " + size_text(peak_rss_) + " resident";
+        what = "out of memory: the kernel's OOM killer ended it at " + size_text(peak_rss_) +
+               " resident";
         what += limit > 0 ? " (the memory limit of its cgroup is " + size_text(double(limit)) + ")"
                           : " (the machine ran out of memory)";
       } else {
         what = "killed by " + signal_name(sig);
         who = sig == SIGKILL ? " from outside" : "";
       }
-      std::fprintf(stderr, "error: rank %d of %d on %s: %s%s\n", rank_, size_, host_.c_str(), what.c_str(), who);
+      std::fprintf(stderr, "error: rank %d of %d on %s: %s%s\n", rank_, size_, host_.c_str(),
+                   what.c_str(), who);
       std::fflush(stderr);
     }
     // End as the worker did, so that the launcher reports what it would have reported.
@@ -484,7 +509,7 @@ int run_supervisor(const SupervisorArgs& args) {
   if (::pipe2(g_signal_pipe, O_NONBLOCK | O_CLOEXEC) != 0) return 70;
   set_nonblocking(args.ctl);
   std::signal(SIGPIPE, SIG_IGN);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
@@ -498,7 +523,7 @@ int run_supervisor(const SupervisorArgs& args) {
   sigemptyset(&set);
   for (int s : kSupervisedSignals) sigaddset(&set, s);
   sigprocmask(SIG_UNBLOCK, &set, nullptr);  // signals held since the fork arrive now
-  on_signal(SIGCHLD);  // the worker may have ended already
+  on_signal(SIGCHLD);                       // the worker may have ended already
   Supervisor sup(args);
   return sup.run();
 }

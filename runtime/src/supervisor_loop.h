@@ -10,13 +10,14 @@
 namespace halo {
 
 // The signals a supervisor handles (forwarding them to its worker, or noting its end).
-inline constexpr int kSupervisedSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+inline constexpr int kSupervisedSignals[] = {SIGCHLD, SIGTERM, SIGINT,  SIGHUP,
+                                             SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
 struct SupervisorArgs {
-  pid_t child = -1;     // the worker
-  int ctl = -1;         // read end of the pipe the worker writes its join line to
-  int listen = -1;      // rank 0: the listening socket; -1 elsewhere
-  std::string token;    // rank 0: the job token peers must present
+  pid_t child = -1;   // the worker
+  int ctl = -1;       // read end of the pipe the worker writes its join line to
+  int listen = -1;    // rank 0: the listening socket; -1 elsewhere
+  std::string token;  // rank 0: the job token peers must present
   double heartbeat_timeout_s = 30;
 };
 

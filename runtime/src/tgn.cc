@@ -67,17 +67,23 @@ TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s) {
 
 const char* to_string(TgnModel m) {
   switch (m) {
-    case TgnModel::kJodie: return "jodie";
-    case TgnModel::kEdgebank: return "edgebank";
-    default: return "tgn";
+    case TgnModel::kJodie:
+      return "jodie";
+    case TgnModel::kEdgebank:
+      return "edgebank";
+    default:
+      return "tgn";
   }
 }
 
 const char* to_string(TgnEmbedding e) {
   switch (e) {
-    case TgnEmbedding::kIdentity: return "identity";
-    case TgnEmbedding::kTime: return "time";
-    default: return "attn";
+    case TgnEmbedding::kIdentity:
+      return "identity";
+    case TgnEmbedding::kTime:
+      return "time";
+    default:
+      return "attn";
   }
 }
 
@@ -88,7 +94,8 @@ const char* to_string(TgnNeighborsBefore n) {
 }
 
 void TgnOptions::check() const {
-  if (memory_dim < 1 || embed_dim < 1 || time_dim < 1) throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
+  if (memory_dim < 1 || embed_dim < 1 || time_dim < 1)
+    throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
   if (neighbors < 1) throw ParamError("--neighbors must be at least 1");
   if (batch_size < 1) throw ParamError("--batch-size must be at least 1");
   if (epochs < 1) throw ParamError("--epochs must be at least 1");
@@ -96,18 +103,25 @@ void TgnOptions::check() const {
   if (patience < 1) throw ParamError("--patience must be at least 1");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
-  if ((memory_dim + time_dim) % heads != 0) throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
+  if ((memory_dim + time_dim) % heads != 0)
+    throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
 }
 
 json TgnSummary::to_json() const {
-  return {{"type", "summary"},          {"valid_ap", valid_ap},
-          {"test_ap", test_ap},         {"test_auc", test_auc},
-          {"test_inductive_ap", test_inductive_ap}, {"test_inductive_auc", test_inductive_auc},
-          {"test_ap_pooled", test_ap_pooled}, {"test_inductive_ap_pooled", test_inductive_ap_pooled},
-          {"best_epoch", best_epoch},   {"events_per_s", events_per_s},
-          {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks}, {"test_mrr", test_mrr}};
+  return {{"type", "summary"},
+          {"valid_ap", valid_ap},
+          {"test_ap", test_ap},
+          {"test_auc", test_auc},
+          {"test_inductive_ap", test_inductive_ap},
+          {"test_inductive_auc", test_inductive_auc},
+          {"test_ap_pooled", test_ap_pooled},
+          {"test_inductive_ap_pooled", test_inductive_ap_pooled},
+          {"best_epoch", best_epoch},
+          {"events_per_s", events_per_s},
+          {"peak_rss_mb", peak_rss_mb},
+          {"ranks", ranks},
+          {"test_mrr", test_mrr}};
 }
-
 
 namespace {
 
@@ -117,13 +131,18 @@ using Stream = EventStream;  // the name the checkpoint key knows it by
 // all-reduced, so every rank sees the same value and throws at the same batch: none is left
 // waiting in the next batch's all-reduce for the others.
 // batch 0: found in the evaluation after the epoch's training.
-Error diverged(int epoch, std::int64_t batch, std::int64_t batches, const std::string& what, float lr) {
+Error diverged(int epoch, std::int64_t batch, std::int64_t batches, const std::string& what,
+               float lr) {
   char where[80];
-  if (batch > 0) std::snprintf(where, sizeof where, "epoch %d, batch %lld of %lld", epoch, (long long)batch, (long long)batches);
-  else std::snprintf(where, sizeof where, "epoch %d", epoch);
+  if (batch > 0)
+    std::snprintf(where, sizeof where, "epoch %d, batch %lld of %lld", epoch, (long long)batch,
+                  (long long)batches);
+  else
+    std::snprintf(where, sizeof where, "epoch %d", epoch);
   char line[400];
   std::snprintf(line, sizeof line,
-                "%s: %s: the model diverged; lower --lr (now %g) or check the events' times and features for extreme "
+                "%s: %s: the model diverged; lower --lr (now %g) or check the events' times and "
+                "features for extreme "
                 "values",
                 where, what.c_str(), double(lr));
   return Error(line);
@@ -131,27 +150,34 @@ Error diverged(int epoch, std::int64_t batch, std::int64_t batches, const std::s
 
 // Refuses a chronological split that leaves nothing to learn from or nothing to evaluate: a
 // model trained on 0 events scores chance (AP 0.5), which reads as a result, not as an error.
-void check_split(const fs::path& dataset, const Stream& s, const TemporalSplit& split, std::int64_t train_events,
-                 bool evaluates) {
+void check_split(const fs::path& dataset, const Stream& s, const TemporalSplit& split,
+                 std::int64_t train_events, bool evaluates) {
   const std::int64_t train = split.train_end, valid = split.valid_end - split.train_end,
                      test = s.events - split.valid_end;
   std::string missing;
-  if (train_events == 0) missing = "training";
-  else if (evaluates && valid == 0) missing = "validation";
-  else if (evaluates && test == 0) missing = "test";
+  if (train_events == 0)
+    missing = "training";
+  else if (evaluates && valid == 0)
+    missing = "validation";
+  else if (evaluates && test == 0)
+    missing = "test";
   if (missing.empty()) return;
   std::string sizes = "train " + std::to_string(train);
-  if (train_events != train) sizes += " (" + std::to_string(train_events) + " without held-out nodes)";
+  if (train_events != train)
+    sizes += " (" + std::to_string(train_events) + " without held-out nodes)";
   sizes += ", validation " + std::to_string(valid) + ", test " + std::to_string(test) + " of " +
            std::to_string(s.events) + " events";
   char why[200];
   if (s.events > 0 && s.time[0] == s.time[s.events - 1])
     std::snprintf(why, sizeof why, "every event has the timestamp %g", s.time[0]);
   else
-    std::snprintf(why, sizeof why, "the split is at the 70%% and 85%% time quantiles, %g and %g, and events at one "
-                  "time stay together", split.valid_time, split.test_time);
-  throw InputError(dataset.string() + ": the chronological split leaves no " + missing + " events (" + sizes + "; " +
-                   why + "); a temporal dataset needs events spread over time");
+    std::snprintf(why, sizeof why,
+                  "the split is at the 70%% and 85%% time quantiles, %g and %g, and events at one "
+                  "time stay together",
+                  split.valid_time, split.test_time);
+  throw InputError(dataset.string() + ": the chronological split leaves no " + missing +
+                   " events (" + sizes + "; " + why +
+                   "); a temporal dataset needs events spread over time");
 }
 
 // The test figures of a summary from the test scores.
@@ -177,13 +203,22 @@ struct TgnRunState {
 
 // The options a checkpoint must have been made with to be resumed.
 json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
-  return {{"model", to_string(o.model)}, {"memory_dim", o.memory_dim}, {"embed_dim", o.embed_dim},
-          {"time_dim", o.time_dim},     {"neighbors", o.neighbors},
+  return {{"model", to_string(o.model)},
+          {"memory_dim", o.memory_dim},
+          {"embed_dim", o.embed_dim},
+          {"time_dim", o.time_dim},
+          {"neighbors", o.neighbors},
           {"neighbors_before", to_string(o.neighbors_before)},
-          {"batch_size", o.batch_size}, {"lr", o.lr},                 {"seed", o.seed},
-          {"learn_time_frequencies", o.learn_time_frequencies},       {"max_train_events", o.max_train_events},
-          {"events", s.events},         {"nodes", s.nodes},         {"embedding", to_string(o.embedding)},
-          {"parallel", to_string(o.parallel)}, {"aggregator", to_string(o.aggregator)}};
+          {"batch_size", o.batch_size},
+          {"lr", o.lr},
+          {"seed", o.seed},
+          {"learn_time_frequencies", o.learn_time_frequencies},
+          {"max_train_events", o.max_train_events},
+          {"events", s.events},
+          {"nodes", s.nodes},
+          {"embedding", to_string(o.embedding)},
+          {"parallel", to_string(o.parallel)},
+          {"aggregator", to_string(o.aggregator)}};
 }
 
 // Rank 0 writes DIR/epoch-E (staged and renamed: a crash leaves the previous epoch intact), then
@@ -220,7 +255,8 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
       const fs::path e = epoch_dir(dir, epochs.back());
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
       if (meta.at("key") != key)
-        throw ParamError(e.string() + ": checkpoint was made with other options (" + meta.at("key").dump() +
+        throw ParamError(e.string() + ": checkpoint was made with other options (" +
+                         meta.at("key").dump() +
                          "); resume with the same options or use a new checkpoint directory");
       flat = read_adam_state(e, meta, params);
       const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);
@@ -260,14 +296,17 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
 namespace {
 
 // EdgeBank learns nothing: it scores the three ranges once.
-TgnSummary run_edgebank(const Stream& s, const TemporalSplit& split, const TgnOptions& opt, LogFile& log) {
+TgnSummary run_edgebank(const Stream& s, const TemporalSplit& split, const TgnOptions& opt,
+                        LogFile& log) {
   TgnSummary sum;
   std::unordered_set<std::uint64_t> seen;
   Scores train_s, val, test;
   for (Scores* sc : {&train_s, &val, &test}) sc->batch = opt.batch_size;
   edgebank(s, 0, split.train_end, opt.batch_size, kEvalNegatives, split.inductive, seen, train_s);
-  edgebank(s, split.train_end, split.valid_end, opt.batch_size, kEvalNegatives, split.inductive, seen, val);
-  edgebank(s, split.valid_end, s.events, opt.batch_size, kEvalNegatives, split.inductive, seen, test);
+  edgebank(s, split.train_end, split.valid_end, opt.batch_size, kEvalNegatives, split.inductive,
+           seen, val);
+  edgebank(s, split.valid_end, s.events, opt.batch_size, kEvalNegatives, split.inductive, seen,
+           test);
   sum.valid_ap = val.ap();
   set_test(sum, test);
   log.write_line(sum.to_json().dump());
@@ -287,24 +326,28 @@ std::vector<std::int64_t> training_events(const TemporalSplit& split, const TgnO
 }
 
 // The model, or a SystemError that names the node state it could not allocate.
-std::unique_ptr<TgnReplicas> build_model(const Stream& s, const TgnOptions& opt, Communicator& comm) {
+std::unique_ptr<TgnReplicas> build_model(const Stream& s, const TgnOptions& opt,
+                                         Communicator& comm) {
   try {
     return std::make_unique<TgnReplicas>(s, opt, &comm);
   } catch (const std::bad_alloc&) {  // the node state: memory, two message tables, edge features
-    const double bytes = 4.0 * double(s.nodes) * double(3 * opt.memory_dim + std::max<std::int64_t>(1, s.de));
-    throw SystemError("out of memory allocating the node state of " + std::to_string(s.nodes) + " nodes x --memory-dim " +
-                      std::to_string(opt.memory_dim) + " (about " + format_bytes(std::uint64_t(bytes)) + ")");
+    const double bytes =
+        4.0 * double(s.nodes) * double(3 * opt.memory_dim + std::max<std::int64_t>(1, s.de));
+    throw SystemError("out of memory allocating the node state of " + std::to_string(s.nodes) +
+                      " nodes x --memory-dim " + std::to_string(opt.memory_dim) + " (about " +
+                      format_bytes(std::uint64_t(bytes)) + ")");
   }
 }
 
 // --resume: the parameters and the run's counters from the newest checkpoint.
-void resume_run(Communicator& comm, const TgnOptions& opt, TgnReplicas& model, TgnRunState& st, const json& key,
-                std::ostream& out) {
+void resume_run(Communicator& comm, const TgnOptions& opt, TgnReplicas& model, TgnRunState& st,
+                const json& key, std::ostream& out) {
   if (opt.checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
   // Every rank learns the outcome from rank 0's broadcast, so all refuse alike. No checkpoint
   // is a typo'd or wiped directory: starting over silently would overwrite the log.
   if (!load_tgn_checkpoint(comm, opt.checkpoint, model.params(), st, key))
-    throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() + "; drop --resume to start a new run");
+    throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() +
+                     "; drop --resume to start a new run");
   if (st.epoch > opt.epochs)
     throw ParamError("--resume: the checkpoint in " + opt.checkpoint.string() + " is of epoch " +
                      std::to_string(st.epoch) + ", after --epochs " + std::to_string(opt.epochs) +
@@ -351,20 +394,24 @@ double train_epoch(TgnRun& run, int epoch, std::int64_t& step) {
   for (std::int64_t b = 0; b < steps; ++b) {
     const std::size_t b0 = first + std::size_t(b) * per;
     double batch_loss = 0;  // all-reduced: the same on every rank
-    if (b0 >= last) {  // this rank's segment is done; the others' is not
+    if (b0 >= last) {       // this rank's segment is done; the others' is not
       batch_loss = run.model.empty_step(run.be, ++step);
     } else {
-      const std::vector<std::int64_t> ids(run.train_ids.begin() + std::ptrdiff_t(b0),
-                                          run.train_ids.begin() + std::ptrdiff_t(std::min(last, b0 + per)));
-      batch_loss = run.model.batch(run.be, run.train_sampler, ids, negatives(ids, opt.seed, std::uint64_t(epoch), run.s.nodes),
+      const std::vector<std::int64_t> ids(
+          run.train_ids.begin() + std::ptrdiff_t(b0),
+          run.train_ids.begin() + std::ptrdiff_t(std::min(last, b0 + per)));
+      batch_loss = run.model.batch(run.be, run.train_sampler, ids,
+                                   negatives(ids, opt.seed, std::uint64_t(epoch), run.s.nodes),
                                    ++step, &ps, &ns);
       loss += batch_loss;
       ++batches;
     }
     if (!std::isfinite(batch_loss))
-      throw diverged(epoch, b + 1, steps, "the training loss is " + std::to_string(batch_loss), opt.lr);
+      throw diverged(epoch, b + 1, steps, "the training loss is " + std::to_string(batch_loss),
+                     opt.lr);
   }
-  if (run.segments) {  // evaluation continues from the memory at the end of training: the last segment's
+  if (run.segments) {  // evaluation continues from the memory at the end of training: the last
+                       // segment's
     run.model.sync_state(comm.size() - 1);
     run.model.set_independent(false);
   }
@@ -382,13 +429,17 @@ Scores evaluate(TgnRun& run, int epoch, std::int64_t begin, std::int64_t end, co
   for (std::int64_t b0 = begin; b0 < end; b0 += opt.batch_size) {
     const auto ids = event_range(b0, std::min(end, b0 + opt.batch_size));
     std::vector<float> p, n;
-    run.model.batch(run.be, run.full_sampler, ids, negatives(ids, kEvalNegatives, 0, run.s.nodes, nneg), 0, &p, &n);
+    run.model.batch(run.be, run.full_sampler, ids,
+                    negatives(ids, kEvalNegatives, 0, run.s.nodes, nneg), 0, &p, &n);
     for (const std::vector<float>* v : {&p, &n})
       for (float x : *v) nonfinite += !std::isfinite(x);
-    const std::int64_t lo = run.model.slice_begin(std::int64_t(ids.size())), bs = std::int64_t(p.size());
+    const std::int64_t lo = run.model.slice_begin(std::int64_t(ids.size())),
+                       bs = std::int64_t(p.size());
     for (std::int64_t i = 0; i < bs; ++i) {
       // rank = 1 + #(higher) + #(tied) / 2, as TGB does (negative j of event i at j * bs + i)
-      const float rr = opt.eval_negatives > 0 ? float(reciprocal_rank(p[std::size_t(i)], n.data() + i, nneg, bs)) : 0.f;
+      const float rr = opt.eval_negatives > 0
+                           ? float(reciprocal_rank(p[std::size_t(i)], n.data() + i, nneg, bs))
+                           : 0.f;
       mine.push_back({ids[std::size_t(lo + i)], p[std::size_t(i)], n[std::size_t(i)], rr});
     }
   }
@@ -396,7 +447,9 @@ Scores evaluate(TgnRun& run, int epoch, std::int64_t begin, std::int64_t end, co
   // are not numbers is no result: every rank learns the count and stops alike.
   run.comm.allreduce(&nonfinite, 1);
   if (nonfinite > 0)
-    throw diverged(epoch, 0, 0, std::to_string(nonfinite) + " of the " + name + " scores are not finite", opt.lr);
+    throw diverged(epoch, 0, 0,
+                   std::to_string(nonfinite) + " of the " + name + " scores are not finite",
+                   opt.lr);
   Scores sc;
   sc.batch = opt.batch_size;
   for (const Scored& e : all_scored(run.comm, std::move(mine), end - begin)) {
@@ -409,7 +462,11 @@ Scores evaluate(TgnRun& run, int epoch, std::int64_t begin, std::int64_t end, co
 
 // The log record and the line on out of an epoch without evaluation.
 void report_unevaluated_epoch(TgnRun& run, int epoch, double loss, double secs, double speed) {
-  json rec = {{"type", "epoch"}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}, {"events_per_s", speed}};
+  json rec = {{"type", "epoch"},
+              {"epoch", epoch},
+              {"loss", loss},
+              {"epoch_time_s", secs},
+              {"events_per_s", speed}};
   run.log.write_line(rec.dump());
   if (run.lead() && !run.opt.quiet) {
     char line[160];
@@ -424,14 +481,18 @@ void report_epoch(TgnRun& run, int epoch, double loss, double secs, double speed
                   const Scores& test) {
   const TgnOptions& opt = run.opt;
   const double vap = val.ap();
-  json rec = {{"type", "epoch"},          {"epoch", epoch},
+  json rec = {{"type", "epoch"},
+              {"epoch", epoch},
               {"loss", loss},
-              {"valid_ap", vap},          {"valid_auc", val.auc()},
+              {"valid_ap", vap},
+              {"valid_auc", val.auc()},
               {"valid_inductive_ap", val.ap_ind()},
-              {"test_ap", test.ap()},     {"test_auc", test.auc()},
+              {"test_ap", test.ap()},
+              {"test_auc", test.auc()},
               {"test_inductive_ap", test.ap_ind()},
               {"test_ap_pooled", test.ap_pooled()},
-              {"epoch_time_s", secs},     {"events_per_s", speed}};
+              {"epoch_time_s", secs},
+              {"events_per_s", speed}};
   if (opt.eval_negatives > 0) {
     rec["valid_mrr"] = val.mrr();
     rec["test_mrr"] = test.mrr();
@@ -439,11 +500,13 @@ void report_epoch(TgnRun& run, int epoch, double loss, double secs, double speed
   run.log.write_line(rec.dump());
   if (!run.lead() || opt.quiet) return;
   char line[256];
-  std::snprintf(line, sizeof line, "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)", epoch,
+  std::snprintf(line, sizeof line,
+                "epoch %3d  loss %.4f  valid AP %.4f AUC %.4f (new nodes AP %.4f)", epoch,
                 rec["loss"].get<double>(), vap, val.auc(), val.ap_ind());
   run.out << line;
   if (opt.eval_negatives > 0) {
-    std::snprintf(line, sizeof line, " MRR %.4f (%lld negatives)", val.mrr(), (long long)opt.eval_negatives);
+    std::snprintf(line, sizeof line, " MRR %.4f (%lld negatives)", val.mrr(),
+                  (long long)opt.eval_negatives);
     run.out << line;
   }
   std::snprintf(line, sizeof line, "  %.0f events/s\n", speed);
@@ -499,38 +562,51 @@ void run_epochs(TgnRun& run, TgnRunState& st, const json& key) {
 
 }  // namespace
 
-TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptions& options, std::ostream& out) {
+TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptions& options,
+                     std::ostream& out) {
   const TgnOptions opt = resolved(options);
   opt.check();
   if (dataset_kind(dataset) != "temporal")
-    throw ParamError(dataset.string() + " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
+    throw ParamError(
+        dataset.string() +
+        " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
   const bool lead = comm.rank() == 0;
   // Outputs refused before any work when they would replace something they must not or touch
   // the dataset (staging.h).
   if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {dataset});
   if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {dataset});
-  if (opt.threads > 0) omp_set_num_threads(opt.threads);
-  else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(default_threads_per_rank());
+  if (opt.threads > 0)
+    omp_set_num_threads(opt.threads);
+  else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS"))
+    omp_set_num_threads(default_threads_per_rank());
   const TemporalDataset d = read_temporal_dataset(dataset);
   const Stream s = stream_of(d);
-  const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
+  const TemporalSplit split =
+      chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
-  check_split(dataset, s, split, split.train_end, opt.model == TgnModel::kEdgebank || !opt.skip_eval);
+  check_split(dataset, s, split, split.train_end,
+              opt.model == TgnModel::kEdgebank || !opt.skip_eval);
   LogFile log;  // every record written whole and checked (staging.h)
   if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
   if (opt.model == TgnModel::kEdgebank) return run_edgebank(s, split, opt, log);
 
   const std::vector<std::int64_t> train_ids = training_events(split, opt);
-  check_split(dataset, s, split, std::int64_t(train_ids.size()), !opt.skip_eval);  // held-out nodes may take them all
-  const TemporalCsr train_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
+  check_split(dataset, s, split, std::int64_t(train_ids.size()),
+              !opt.skip_eval);  // held-out nodes may take them all
+  const TemporalCsr train_graph =
+      build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm);
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) resume_run(comm, opt, *model, st, key, out);
-  TgnRun run{opt,           s,           split, train_ids, comm, cpu_backend(), *model, train_sampler, full_sampler,
-             opt.parallel == TgnParallel::kSegments && comm.size() > 1, log, out};
+  TgnRun run{opt,          s,
+             split,        train_ids,
+             comm,         cpu_backend(),
+             *model,       train_sampler,
+             full_sampler, opt.parallel == TgnParallel::kSegments && comm.size() > 1,
+             log,          out};
   run_epochs(run, st, key);
   TgnSummary sum = st.sum;
   std::sort(st.speeds.begin(), st.speeds.end());

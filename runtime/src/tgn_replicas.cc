@@ -51,11 +51,12 @@ std::int64_t TgnReplicas::slice_size(std::int64_t n) const {
 }
 
 double TgnReplicas::batch(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids,
-                          const std::vector<NodeId>& neg, std::int64_t step, std::vector<float>* pos_scores,
-                          std::vector<float>* neg_scores) {
+                          const std::vector<NodeId>& neg, std::int64_t step,
+                          std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
   const std::int64_t n = std::int64_t(ids.size());
   const bool train = step != 0;
-  double loss = model_.score(be, sampler, ids, {slice_begin(n), slice_size(n)}, neg, train, pos_scores, neg_scores);
+  double loss = model_.score(be, sampler, ids, {slice_begin(n), slice_size(n)}, neg, train,
+                             pos_scores, neg_scores);
   if (train) {
     if (step < 0) {
       reduce(&loss);
@@ -84,7 +85,8 @@ void TgnReplicas::reduce(double* loss) {
   const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
   n = 0;
   for (Param* p : params()) {
-    for (std::int64_t i = 0; i < p->grad.size(); ++i) p->grad.data()[i] = grads_[std::size_t(n + i)] * scale;
+    for (std::int64_t i = 0; i < p->grad.size(); ++i)
+      p->grad.data()[i] = grads_[std::size_t(n + i)] * scale;
     n += p->grad.size();
   }
   *loss = double(grads_[std::size_t(n)]) * double(scale);
@@ -112,7 +114,9 @@ void TgnReplicas::sync_state(int root) {
   if (!comm_ || comm_->size() == 1) return;
   NodeMemory& memory = model_.memory();
   MessageStore& messages = model_.messages();
-  auto broadcast_floats = [&](Matrix& m) { comm_->broadcast(m.data(), sizeof(float) * std::size_t(m.size()), root); };
+  auto broadcast_floats = [&](Matrix& m) {
+    comm_->broadcast(m.data(), sizeof(float) * std::size_t(m.size()), root);
+  };
   broadcast_floats(memory.rows);
   broadcast_floats(messages.self);
   broadcast_floats(messages.other);
@@ -129,7 +133,9 @@ void TgnReplicas::sync_state(int root) {
   if (messages.mean) {  // the pending nodes' message times, flattened in pending order
     std::vector<double> flat;
     if (comm_->rank() == root)
-      for (NodeId v : pending) flat.insert(flat.end(), messages.times[std::size_t(v)].begin(), messages.times[std::size_t(v)].end());
+      for (NodeId v : pending)
+        flat.insert(flat.end(), messages.times[std::size_t(v)].begin(),
+                    messages.times[std::size_t(v)].end());
     std::int64_t n = std::int64_t(flat.size());
     comm_->broadcast(&n, sizeof n, root);
     flat.resize(std::size_t(n));
@@ -138,7 +144,8 @@ void TgnReplicas::sync_state(int root) {
     std::size_t at = 0;
     for (NodeId v : pending) {
       const std::size_t c = std::size_t(messages.count[std::size_t(v)]);
-      messages.times[std::size_t(v)].assign(flat.begin() + std::ptrdiff_t(at), flat.begin() + std::ptrdiff_t(at + c));
+      messages.times[std::size_t(v)].assign(flat.begin() + std::ptrdiff_t(at),
+                                            flat.begin() + std::ptrdiff_t(at + c));
       at += c;
     }
   }

@@ -20,8 +20,8 @@ constexpr std::uint64_t kEvalNegatives = 0x5eed0e7a1ull;
 NodeId negative(std::uint64_t seed, std::uint64_t stream, std::int64_t event, std::int64_t nodes);
 
 // per_event negatives for each event (event-major), negative j from stream first + j.
-std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_t seed, std::uint64_t first,
-                              std::int64_t nodes, std::int64_t per_event = 1);
+std::vector<NodeId> negatives(const std::vector<std::int64_t>& ids, std::uint64_t seed,
+                              std::uint64_t first, std::int64_t nodes, std::int64_t per_event = 1);
 
 // Events [first, min(last, events)) as one batch.
 std::vector<std::int64_t> event_range(std::int64_t first, std::int64_t last);
@@ -49,8 +49,9 @@ struct Scores {
 
 // EdgeBank∞ over events [begin, end) in batches: an event scores 1 when its (src, dst) pair
 // occurred in any earlier batch; seen carries the pairs from one range to the next.
-void edgebank(const EventStream& s, std::int64_t begin, std::int64_t end, std::int64_t batch, std::uint64_t neg_seed,
-              const std::vector<std::uint8_t>& inductive, std::unordered_set<std::uint64_t>& seen, Scores& out);
+void edgebank(const EventStream& s, std::int64_t begin, std::int64_t end, std::int64_t batch,
+              std::uint64_t neg_seed, const std::vector<std::uint8_t>& inductive,
+              std::unordered_set<std::uint64_t>& seen, Scores& out);
 
 // One evaluated event: its score and its negative's.
 struct Scored {

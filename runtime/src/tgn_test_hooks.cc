@@ -15,8 +15,9 @@
 namespace halo {
 namespace fs = std::filesystem;
 
-std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
-                                    const std::vector<double>& time, const TgnOptions& opt, std::int64_t batch) {
+std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src,
+                                    const std::vector<NodeId>& dst, const std::vector<double>& time,
+                                    const TgnOptions& opt, std::int64_t batch) {
   EventStream s;
   s.nodes = nodes;
   s.events = std::int64_t(src.size());
@@ -32,7 +33,8 @@ std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId
   for (std::int64_t b = 0; b <= batch; ++b) {
     const auto ids = event_range(b * opt.batch_size, std::min(s.events, (b + 1) * opt.batch_size));
     ps.clear();
-    model.batch(be, sampler, ids, negatives(ids, opt.seed, 1, s.nodes), b < batch ? b + 1 : 0, &ps, &ns);
+    model.batch(be, sampler, ids, negatives(ids, opt.seed, 1, s.nodes), b < batch ? b + 1 : 0, &ps,
+                &ns);
   }
   return ps;
 }
@@ -41,12 +43,14 @@ namespace {
 
 // The worst relative error of p's analytic gradient (grad, from the batch) against central
 // differences of the batch's loss, over about 7 of its entries.
-double worst_gradient_error(TgnReplicas& model, Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids,
-                            const std::vector<NodeId>& neg, Param* p) {
+double worst_gradient_error(TgnReplicas& model, Backend& be, RecentSampler& sampler,
+                            const std::vector<std::int64_t>& ids, const std::vector<NodeId>& neg,
+                            Param* p) {
   std::vector<float> ps, ns;
   double worst = 0;
   const Matrix grad = p->grad;
-  for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 7)) {
+  for (std::int64_t i = 0; i < p->value.size();
+       i += std::max<std::int64_t>(1, p->value.size() / 7)) {
     float& w = p->value.data()[i];
     // h = 1e-3 keeps the float forward's rounding (~1e-7 of the loss) well under the
     // difference; smaller steps drowned gradients of 1e-4 in noise.
@@ -89,14 +93,16 @@ double tgn_gradient_check(const fs::path& dataset, const TgnOptions& opt, std::i
   for (Param* p : model.params())
     if (p->name.find(".b") != std::string::npos)
       for (std::int64_t i = 0; i < p->value.size(); ++i)
-        p->value.data()[i] += 0.1f * (philox_uniform(key, std::uint64_t(i), std::uint32_t(p->name.size())) - 0.5f);
+        p->value.data()[i] +=
+            0.1f * (philox_uniform(key, std::uint64_t(i), std::uint32_t(p->name.size())) - 0.5f);
   Backend& be = cpu_backend();
   auto ids_of = [&](std::int64_t b) {
     return event_range(b * opt.batch_size, std::min(s.events, (b + 1) * opt.batch_size));
   };
   std::vector<float> ps, ns;
   for (std::int64_t b = 0; b < batches; ++b)  // build memory, messages and history
-    model.batch(be, sampler, ids_of(b), negatives(ids_of(b), opt.seed, 1, s.nodes), b + 1, &ps, &ns);
+    model.batch(be, sampler, ids_of(b), negatives(ids_of(b), opt.seed, 1, s.nodes), b + 1, &ps,
+                &ns);
   const std::vector<std::int64_t> ids = ids_of(batches);
   const std::vector<NodeId> neg = negatives(ids, opt.seed, 1, s.nodes);
   model.batch(be, sampler, ids, neg, -1, &ps, &ns);

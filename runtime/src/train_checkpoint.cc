@@ -59,7 +59,8 @@ std::size_t model_values_size(Model& model) {
 // rank has committed E, so whatever instant a job dies at, every rank folder left holds a
 // complete epoch, and a resume takes the newest epoch any rank folder holds.
 constexpr const char* kCheckpointFormat = "halo-checkpoint";
-constexpr int kCheckpointVersion = 2;  // version 1 kept the best epoch's predictions of rank r's rows
+constexpr int kCheckpointVersion =
+    2;  // version 1 kept the best epoch's predictions of rank r's rows
 
 // The rank folders of CKPT/run-R: run/rank-r.
 fs::path rank_dir(const fs::path& run, int rank) { return run / ("rank-" + std::to_string(rank)); }
@@ -72,7 +73,8 @@ int rank_of_folder(const std::string& name) {
 }
 
 // Writes the run's state (live model, Adam moments, best model, counters) to dir, atomically.
-void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key, const json& exchange) {
+void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, const json& key,
+                     const json& exchange) {
   StagingDir stage(dir, kCheckpointFormat, /*overwrite=*/true);
   ArrayDir a(stage.path());
   put_adam_state(a, model.params());
@@ -103,15 +105,17 @@ json checkpoint_meta(const fs::path& dir, const json& key) {
     const json raw = json::parse(f, nullptr, /*allow_exceptions=*/false);
     if (raw.is_object() && raw.value("format", "") == kCheckpointFormat &&
         raw.value("version", 0) != kCheckpointVersion)
-      throw InputError(dir.string() + ": checkpoint format version " + raw.value("version", json(0)).dump() +
-                       ", this halo resumes version " + std::to_string(kCheckpointVersion) +
-                       " only (version 1 kept per-partition predictions): finish that run with the halo that "
-                       "wrote it, or start a new checkpoint directory");
+      throw InputError(
+          dir.string() + ": checkpoint format version " + raw.value("version", json(0)).dump() +
+          ", this halo resumes version " + std::to_string(kCheckpointVersion) +
+          " only (version 1 kept per-partition predictions): finish that run with the halo that "
+          "wrote it, or start a new checkpoint directory");
   }
   json meta = read_meta(dir, kCheckpointFormat, kCheckpointVersion);
   const json& saved = meta.at("key");
   if (saved == key) return meta;
-  // Floats as a user types them (--lr 0.05, not 0.05000000074505806) unless that hides the difference.
+  // Floats as a user types them (--lr 0.05, not 0.05000000074505806) unless that hides the
+  // difference.
   const auto text = [](const json& v, const json& other) {
     if (!v.is_number_float() || !other.is_number_float()) return v.dump();
     char a[32], b[32];
@@ -123,12 +127,15 @@ json checkpoint_meta(const fs::path& dir, const json& key) {
   for (const auto& [name, now] : key.items()) {
     const json was = saved.contains(name) ? saved.at(name) : json("none");
     if (was != now)
-      diff += (diff.empty() ? "" : ", ") + name + " " + text(now, was) + " here, " + text(was, now) + " there";
+      diff += (diff.empty() ? "" : ", ") + name + " " + text(now, was) + " here, " +
+              text(was, now) + " there";
   }
   if (diff.empty()) diff = saved.dump();
   const bool other_data = !saved.contains("dataset") || saved.at("dataset") != key.at("dataset");
-  throw ParamError(dir.string() + ": checkpoint of " + (other_data ? "another dataset" : "other options") + " (" +
-                   diff + "); resume with the same dataset and options, or start a new checkpoint directory");
+  throw ParamError(
+      dir.string() + ": checkpoint of " + (other_data ? "another dataset" : "other options") +
+      " (" + diff +
+      "); resume with the same dataset and options, or start a new checkpoint directory");
 }
 
 // Loads the checkpoint in dir into model and st; returns how its trajectory's halo rows travelled.
@@ -209,11 +216,18 @@ void broadcast_state(Communicator& comm, int root, Model& model, RunState& st, j
 // epochs trains it further). The communication savers are recorded apart: see exchange_note.
 json trajectory_key(const TrainOptions& o, const std::string& dataset_fingerprint) {
   const ModelConfig& m = o.model;
-  return {{"model", to_string(m.kind)}, {"layers", m.layers},        {"hidden", m.hidden},
-          {"dropout", m.dropout},   {"input_dropout", m.input_dropout}, {"batch_norm", m.batch_norm},
-          {"lr", o.lr},             {"weight_decay", o.weight_decay},
-          {"decay_first_layer_only", o.decay_first_layer_only}, {"norm_features", o.norm_features},
-          {"split", o.split},       {"seed", o.seed},
+  return {{"model", to_string(m.kind)},
+          {"layers", m.layers},
+          {"hidden", m.hidden},
+          {"dropout", m.dropout},
+          {"input_dropout", m.input_dropout},
+          {"batch_norm", m.batch_norm},
+          {"lr", o.lr},
+          {"weight_decay", o.weight_decay},
+          {"decay_first_layer_only", o.decay_first_layer_only},
+          {"norm_features", o.norm_features},
+          {"split", o.split},
+          {"seed", o.seed},
           {"matmul_precision", to_string(o.matmul_precision)},
           {"dataset", dataset_fingerprint}};
 }
@@ -236,7 +250,9 @@ json exchange_record(const TrainOptions& o, const std::string& partition, int ra
 // which the savers only perturb), and the case this is for, a lost machine and a resume on fewer
 // ranks, would otherwise lose the whole training.
 std::string exchange_note(const json& saved, const json& now) {
-  const auto exact = [](const json& x) { return x.at("halo_dtype") == "f32" && x.at("halo_staleness") == 0; };
+  const auto exact = [](const json& x) {
+    return x.at("halo_dtype") == "f32" && x.at("halo_staleness") == 0;
+  };
   if (saved == now || (exact(saved) && exact(now))) return "";
   const auto describe = [&](const json& x) {
     const int k = x.at("ranks").get<int>();
@@ -247,8 +263,10 @@ std::string exchange_note(const json& saved, const json& now) {
            std::to_string(x.at("halo_staleness").get<int>());
     return s;
   };
-  return "note: the checkpoint was written by " + describe(saved) + " and resumes on " + describe(now) +
-         ": with bf16 or stale halo rows the trajectory depends on the partition, so this run continues near "
+  return "note: the checkpoint was written by " + describe(saved) + " and resumes on " +
+         describe(now) +
+         ": with bf16 or stale halo rows the trajectory depends on the partition, so this run "
+         "continues near "
          "the uninterrupted one, not on it";
 }
 
@@ -284,7 +302,8 @@ fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::t
 // folder of `run` (on a cluster each machine sees its own ranks' folders; a lost machine's are
 // gone): the lowest such rank loads it and broadcasts it. Returns how the checkpoint's halo rows
 // travelled, or null when no rank sees a checkpoint (the run starts fresh). Collective.
-json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st, const json& key) {
+json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st,
+                const json& key) {
   const int rank = comm.rank();
   int newest = 0;
   fs::path copy;
@@ -314,8 +333,8 @@ json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState&
 
 // Writes this rank's copy of epoch st.epoch, then, once every rank has, removes older epochs.
 // Collective.
-void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, const RunState& st, const json& key,
-                       const json& exchange) {
+void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, const RunState& st,
+                       const json& key, const json& exchange) {
   const fs::path mine = rank_dir(run, comm.rank());
   save_checkpoint(epoch_dir(mine, st.epoch), model, st, key, exchange);
   comm.barrier();  // every rank has epoch st.epoch now: older ones may go

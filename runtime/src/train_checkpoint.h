@@ -44,11 +44,12 @@ void set_model_values(Model& model, const std::vector<float>& v);
 std::filesystem::path run_dir(const std::filesystem::path& ckpt, int run);
 // Loads the newest epoch any rank sees under run into model and st on every rank; returns how
 // its halo rows travelled, or null when there is none. Collective.
-nlohmann::json resume_run(Communicator& comm, const std::filesystem::path& run, Model& model, RunState& st,
-                          const nlohmann::json& key);
+nlohmann::json resume_run(Communicator& comm, const std::filesystem::path& run, Model& model,
+                          RunState& st, const nlohmann::json& key);
 // Writes this rank's copy of epoch st.epoch, then, once every rank has, removes older epochs.
 // Collective.
-void commit_checkpoint(Communicator& comm, const std::filesystem::path& run, Model& model, const RunState& st,
-                       const nlohmann::json& key, const nlohmann::json& exchange);
+void commit_checkpoint(Communicator& comm, const std::filesystem::path& run, Model& model,
+                       const RunState& st, const nlohmann::json& key,
+                       const nlohmann::json& exchange);
 
 }  // namespace halo

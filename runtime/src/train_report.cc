@@ -15,11 +15,16 @@ namespace halo {
 using json = nlohmann::json;
 
 json TrainSummary::to_json() const {
-  json j = {{"type", "summary"},         {"metric", metric},
-            {"valid_mean", valid_mean},  {"valid_std", valid_std},
-            {"test_mean", test_mean},    {"test_std", test_std},
-            {"runs", runs.size()},       {"epoch_time_median_s", epoch_time_median_s},
-            {"peak_rss_mb", peak_rss_mb}, {"ranks", ranks},
+  json j = {{"type", "summary"},
+            {"metric", metric},
+            {"valid_mean", valid_mean},
+            {"valid_std", valid_std},
+            {"test_mean", test_mean},
+            {"test_std", test_std},
+            {"runs", runs.size()},
+            {"epoch_time_median_s", epoch_time_median_s},
+            {"peak_rss_mb", peak_rss_mb},
+            {"ranks", ranks},
             {"matmul_precision", matmul_precision}};
   if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;
   if (ranks > 1) {
@@ -54,7 +59,8 @@ void mean_std(const std::vector<double>& v, double* mean, double* sd) {
 
 // Every rank's owned and halo rows and peak memory to rank 0's summary, and the peaks (host,
 // and GPU when gpu) over ranks to every rank's. Collective.
-void gather_memory(Communicator& comm, std::int64_t owned, std::int64_t halo, bool gpu, TrainSummary& summary) {
+void gather_memory(Communicator& comm, std::int64_t owned, std::int64_t halo, bool gpu,
+                   TrainSummary& summary) {
   double rss = double(peak_rss_bytes()) / (1 << 20);
   if (comm.size() > 1) {  // every rank's part and peak, on rank 0
     const double mine[3] = {double(owned), double(halo), rss};
@@ -77,20 +83,22 @@ void gather_memory(Communicator& comm, std::int64_t owned, std::int64_t halo, bo
 
 }  // namespace
 
-std::array<double, 3> split_metrics(Communicator& comm, const MatrixView& logits, const std::int32_t* labels,
-                                    std::int64_t label_cols, bool multilabel, const Split& split,
-                                    MetricBuffers& bufs) {
+std::array<double, 3> split_metrics(Communicator& comm, const MatrixView& logits,
+                                    const std::int32_t* labels, std::int64_t label_cols,
+                                    bool multilabel, const Split& split, MetricBuffers& bufs) {
   const std::array<const Array<NodeId>*, 3> sets = {&split.train, &split.valid, &split.test};
   std::array<double, 3> res{};
   if (!multilabel) {
     std::int64_t c[6];
     for (int i = 0; i < 3; ++i) {
-      const Counts k = accuracy_counts(logits, labels, sets[std::size_t(i)]->data(), std::int64_t(sets[std::size_t(i)]->size()));
+      const Counts k = accuracy_counts(logits, labels, sets[std::size_t(i)]->data(),
+                                       std::int64_t(sets[std::size_t(i)]->size()));
       c[2 * i] = k.correct;
       c[2 * i + 1] = k.total;
     }
     comm.allreduce(c, 6);
-    for (int i = 0; i < 3; ++i) res[std::size_t(i)] = c[2 * i + 1] ? double(c[2 * i]) / double(c[2 * i + 1]) : 0.0;
+    for (int i = 0; i < 3; ++i)
+      res[std::size_t(i)] = c[2 * i + 1] ? double(c[2 * i]) / double(c[2 * i + 1]) : 0.0;
     return res;
   }
   // ROC-AUC ranks all rows together: gather the rows' scores and labels on rank 0.
@@ -107,8 +115,9 @@ std::array<double, 3> split_metrics(Communicator& comm, const MatrixView& logits
     const std::vector<char> l = comm.gather(bufs.labels.data(), bufs.labels.size() * 4, 0, nullptr);
     double v = 0;
     if (comm.rank() == 0)
-      v = rocauc(reinterpret_cast<const float*>(s.data()), reinterpret_cast<const std::int32_t*>(l.data()),
-                 std::int64_t(s.size() / 4) / t, t);
+      v = rocauc(reinterpret_cast<const float*>(s.data()),
+                 reinterpret_cast<const std::int32_t*>(l.data()), std::int64_t(s.size() / 4) / t,
+                 t);
     comm.allreduce(&v, 1);  // rank 0's value to every rank (the others add 0)
     res[std::size_t(i)] = v;
   }
@@ -122,9 +131,13 @@ void gather_figures(Communicator& comm, const RankFigures& fig, FigureHistory& h
   json per = json::array();
   double total = 0, wait = 0, ar = 0, comp = 0;
   for (int r = 0; r < comm.size(); ++r) {
-    per.push_back({{"rank", r}, {"halo_bytes", f[r].bytes}, {"eval_halo_bytes", f[r].eval_bytes},
-                   {"compute_s", f[r].compute_s}, {"halo_wait_s", f[r].wait_s},
-                   {"allreduce_s", f[r].allreduce_s}, {"epoch_time_s", f[r].epoch_s}});
+    per.push_back({{"rank", r},
+                   {"halo_bytes", f[r].bytes},
+                   {"eval_halo_bytes", f[r].eval_bytes},
+                   {"compute_s", f[r].compute_s},
+                   {"halo_wait_s", f[r].wait_s},
+                   {"allreduce_s", f[r].allreduce_s},
+                   {"epoch_time_s", f[r].epoch_s}});
     total += f[r].bytes;
     wait = std::max(wait, f[r].wait_s);
     ar = std::max(ar, f[r].allreduce_s);
@@ -138,8 +151,9 @@ void gather_figures(Communicator& comm, const RankFigures& fig, FigureHistory& h
   history.compute.push_back(comp);
 }
 
-TrainSummary summarize_runs(Communicator& comm, const std::vector<RunState>& states, const FigureHistory& history,
-                            std::int64_t owned, std::int64_t halo, bool gpu) {
+TrainSummary summarize_runs(Communicator& comm, const std::vector<RunState>& states,
+                            const FigureHistory& history, std::int64_t owned, std::int64_t halo,
+                            bool gpu) {
   TrainSummary summary;
   std::vector<double> valid, test, times;
   for (const auto& st : states) {
@@ -159,9 +173,9 @@ TrainSummary summarize_runs(Communicator& comm, const std::vector<RunState>& sta
   return summary;
 }
 
-void write_predictions(Communicator& comm, const std::filesystem::path& path, const MatrixView& eval,
-                       bool multilabel, std::int64_t label_cols, const NodeId* global_ids,
-                       const NodeId* original_ids) {
+void write_predictions(Communicator& comm, const std::filesystem::path& path,
+                       const MatrixView& eval, bool multilabel, std::int64_t label_cols,
+                       const NodeId* global_ids, const NodeId* original_ids) {
   const std::int64_t n = eval.rows;
   std::vector<std::int32_t> classes;
   if (!multilabel) {
@@ -173,8 +187,9 @@ void write_predictions(Communicator& comm, const std::filesystem::path& path, co
   std::vector<NodeId> ids(static_cast<std::size_t>(n));
   for (std::int64_t v = 0; v < n; ++v) ids[std::size_t(v)] = global_ids ? global_ids[v] : NodeId(v);
   const std::vector<char> gid = comm.gather(ids.data(), ids.size() * sizeof(NodeId), 0, nullptr);
-  const std::vector<char> val = multilabel ? comm.gather(eval.data, std::size_t(eval.size()) * 4, 0, nullptr)
-                                           : comm.gather(classes.data(), classes.size() * 4, 0, nullptr);
+  const std::vector<char> val =
+      multilabel ? comm.gather(eval.data, std::size_t(eval.size()) * 4, 0, nullptr)
+                 : comm.gather(classes.data(), classes.size() * 4, 0, nullptr);
   if (comm.rank() != 0) return;
   const auto* g = reinterpret_cast<const NodeId*>(gid.data());
   const std::size_t total = gid.size() / sizeof(NodeId);
@@ -186,7 +201,8 @@ void write_predictions(Communicator& comm, const std::filesystem::path& path, co
     const auto* sc = reinterpret_cast<const float*>(val.data());
     std::vector<float> outv(total * t);
     for (std::size_t i = 0; i < total; ++i)
-      for (std::size_t c = 0; c < t; ++c) outv[place(i) * t + c] = 1.f / (1.f + std::exp(-sc[i * t + c]));
+      for (std::size_t c = 0; c < t; ++c)
+        outv[place(i) * t + c] = 1.f / (1.f + std::exp(-sc[i * t + c]));
     write_npy(path, outv.data(), std::uint64_t(total), t);
   } else {
     const auto* cl = reinterpret_cast<const std::int32_t*>(val.data());

@@ -25,9 +25,9 @@ struct MetricBuffers {
 
 // Accuracy (or ROC-AUC, multilabel) of logits on the train, valid and test rows of split, over
 // all ranks (labels: owned x label_cols). Collective; every rank gets the same three values.
-std::array<double, 3> split_metrics(Communicator& comm, const MatrixView& logits, const std::int32_t* labels,
-                                    std::int64_t label_cols, bool multilabel, const Split& split,
-                                    MetricBuffers& bufs);
+std::array<double, 3> split_metrics(Communicator& comm, const MatrixView& logits,
+                                    const std::int32_t* labels, std::int64_t label_cols,
+                                    bool multilabel, const Split& split, MetricBuffers& bufs);
 
 // Per-rank figures of one epoch, gathered on rank 0 for the log.
 struct RankFigures {
@@ -41,18 +41,20 @@ struct FigureHistory {
 
 // Gathers every rank's fig on rank 0, which adds them to rec ("halo_bytes", "ranks") and to
 // history. Collective.
-void gather_figures(Communicator& comm, const RankFigures& fig, FigureHistory& history, nlohmann::json& rec);
+void gather_figures(Communicator& comm, const RankFigures& fig, FigureHistory& history,
+                    nlohmann::json& rec);
 
 // The summary of the runs: results, mean and std over seeds, median times and exchange figures,
 // and the peak memory over ranks (rank 0 also gets every rank's rows and peak). Collective.
-TrainSummary summarize_runs(Communicator& comm, const std::vector<RunState>& states, const FigureHistory& history,
-                            std::int64_t owned, std::int64_t halo, bool gpu);
+TrainSummary summarize_runs(Communicator& comm, const std::vector<RunState>& states,
+                            const FigureHistory& history, std::int64_t owned, std::int64_t halo,
+                            bool gpu);
 
 // Writes eval's rows (classes, or sigmoid scores when multilabel) to path on rank 0, in input
 // order: every rank sends its owned rows under their global ids (global_ids; null = identity),
 // original_ids (null = identity) maps them to input order. Collective.
-void write_predictions(Communicator& comm, const std::filesystem::path& path, const MatrixView& eval,
-                       bool multilabel, std::int64_t label_cols, const NodeId* global_ids,
-                       const NodeId* original_ids);
+void write_predictions(Communicator& comm, const std::filesystem::path& path,
+                       const MatrixView& eval, bool multilabel, std::int64_t label_cols,
+                       const NodeId* global_ids, const NodeId* original_ids);
 
 }  // namespace halo

@@ -47,9 +47,12 @@ DeviceChoice parse_device_choice(std::string_view s) {
 
 const char* to_string(DeviceChoice d) {
   switch (d) {
-    case DeviceChoice::kCuda: return "cuda";
-    case DeviceChoice::kAuto: return "auto";
-    default: return "cpu";
+    case DeviceChoice::kCuda:
+      return "cuda";
+    case DeviceChoice::kAuto:
+      return "auto";
+    default:
+      return "cpu";
   }
 }
 
@@ -63,7 +66,8 @@ void TrainOptions::check() const {
   if (threads < 0) throw ParamError("--threads must be >= 0");
   if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
-  if (halo_staleness != 0 && halo_staleness != 1) throw ParamError("--halo-staleness must be 0 or 1");
+  if (halo_staleness != 0 && halo_staleness != 1)
+    throw ParamError("--halo-staleness must be 0 or 1");
 }
 
 std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for) {
@@ -77,9 +81,9 @@ namespace {
 
 // What one rank trains on: its owned rows (inner rows first) and the halo rows after them.
 struct RankData {
-  std::string source;                    // the dataset or PARTS directory, for messages
-  std::string dataset_fingerprint;       // of the dataset (a checkpoint's key)
-  std::string partition;                 // fingerprint of PARTS; empty for one process
+  std::string source;               // the dataset or PARTS directory, for messages
+  std::string dataset_fingerprint;  // of the dataset (a checkpoint's key)
+  std::string partition;            // fingerprint of PARTS; empty for one process
   std::int64_t owned = 0, all = 0, inner = 0, global_nodes = 0;
   CsrView graph;                         // owned rows, columns over [owned | halo]
   const std::int32_t* degree = nullptr;  // [all] global degrees
@@ -131,7 +135,8 @@ RankShape rank_shape(const RankData& d, const Split& split, int ranks, int rank)
   r.part = d.global_ids != nullptr;
   r.global_nodes = d.global_nodes;
   // Only rank 0's multi-label metric buffers read it; the local sets times the ranks bound it.
-  r.global_split_rows = std::int64_t(std::max({split.train.size(), split.valid.size(), split.test.size()})) * ranks;
+  r.global_split_rows =
+      std::int64_t(std::max({split.train.size(), split.valid.size(), split.test.size()})) * ranks;
   return r;
 }
 
@@ -141,7 +146,8 @@ RankShape rank_shape(const RankData& d, const Split& split, int ranks, int rank)
 Error diverged(int run, int epoch, const std::string& what, float lr) {
   char line[320];
   std::snprintf(line, sizeof line,
-                "run %d epoch %d: %s: the model diverged; lower --lr (now %g) or check the features for extreme "
+                "run %d epoch %d: %s: the model diverged; lower --lr (now %g) or check the "
+                "features for extreme "
                 "values",
                 run, epoch, what.c_str(), double(lr));
   return Error(line);
@@ -191,8 +197,10 @@ struct RankRun {
 void prepare(RankRun& k) {
   const RankData& d = k.d;
   TrainOptions& opt = k.opt;
-  if (opt.threads > 0) omp_set_num_threads(opt.threads);
-  else if (k.ranks > 1 && !std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(default_threads_per_rank());
+  if (opt.threads > 0)
+    omp_set_num_threads(opt.threads);
+  else if (k.ranks > 1 && !std::getenv("OMP_NUM_THREADS"))
+    omp_set_num_threads(default_threads_per_rank());
   if (d.label_kind == LabelKind::kNone) throw ParamError(d.source + ": the dataset has no labels");
   if (d.features.cols == 0) throw ParamError(d.source + ": the dataset has no node features");
   if (opt.split.empty()) opt.split = d.default_split;
@@ -226,8 +234,10 @@ void load_inputs(RankRun& k) {
     }
     k.x = k.xnorm.view();
   }
-  if (k.opt.model.kind == ModelKind::kGcn) k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
-  else k.mean = mean_operator(k.d.graph, k.d.all);
+  if (k.opt.model.kind == ModelKind::kGcn)
+    k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
+  else
+    k.mean = mean_operator(k.d.graph, k.d.all);
 }
 
 // The device and the communicators (placement.h), the backend, a copy on the device of every
@@ -248,8 +258,10 @@ void place(RankRun& k) {
     k.x_dev = Matrix(d.owned, k.x.cols, 0.f, k.dev);
     copy_floats(k.dev, k.x_dev.data(), Device::kCpu, k.x.data, k.x.size());
     k.x = k.x_dev.view();
-    if (opt.model.kind == ModelKind::kGcn) k.gcn_dev = DeviceOperator(k.gcn);
-    else k.mean_dev = DeviceOperator(k.mean);
+    if (opt.model.kind == ModelKind::kGcn)
+      k.gcn_dev = DeviceOperator(k.gcn);
+    else
+      k.mean_dev = DeviceOperator(k.mean);
     if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());
@@ -274,7 +286,8 @@ void count_labelled(RankRun& k) {
   const std::int32_t* labels = k.d.labels;
   std::int64_t labelled = 0;
   for (NodeId v : k.split->train)
-    for (std::int64_t c = 0; c < k.d.label_cols; ++c) labelled += labels[std::int64_t(v) * k.d.label_cols + c] >= 0;
+    for (std::int64_t c = 0; c < k.d.label_cols; ++c)
+      labelled += labels[std::int64_t(v) * k.d.label_cols + c] >= 0;
   k.comm.allreduce(&labelled, 1);
   if (labelled == 0) throw ParamError("split '" + k.opt.split + "' has no labelled training nodes");
   k.labelled = labelled;
@@ -300,8 +313,10 @@ void reduce_gradients(RankRun& k, Model& model) {
     copy_floats(grads.device(), grads.data() + at, k.dev, p->grad.data(), p->grad.size());
     at += p->grad.size();
   }
-  if (k.comms.nccl) k.comms.nccl->allreduce_device(grads.data(), grads.size());
-  else k.comm.allreduce(grads.data(), grads.size());
+  if (k.comms.nccl)
+    k.comms.nccl->allreduce_device(grads.data(), grads.size());
+  else
+    k.comm.allreduce(grads.data(), grads.size());
   at = 0;
   for (Param* p : model.params()) {
     copy_floats(k.dev, p->grad.data(), grads.device(), grads.data() + at, p->grad.size());
@@ -320,9 +335,10 @@ double train_step(RankRun& k, int run, int epoch, Model& model, RunState& st, Ra
   const double labelled = double(k.labelled);
   Stopwatch clock;
   const MatrixView logits = model.forward(be, k.ctx, k.x, true, st.result.seed, epoch);
-  double loss = k.multilabel
-                    ? be.bce_logits(logits, loss_labels, loss_rows, ntrain, labelled, k.dlogits.view(), nullptr)
-                    : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, labelled, k.dlogits.view(), nullptr);
+  double loss = k.multilabel ? be.bce_logits(logits, loss_labels, loss_rows, ntrain, labelled,
+                                             k.dlogits.view(), nullptr)
+                             : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, labelled,
+                                               k.dlogits.view(), nullptr);
   model.backward(be, k.ctx, k.dlogits.view());
   Stopwatch reduce_clock;
   if (k.ranks > 1) {
@@ -331,7 +347,8 @@ double train_step(RankRun& k, int run, int epoch, Model& model, RunState& st, Ra
   }
   const double reduce_s = reduce_clock.seconds();
   loss /= double(k.labelled);
-  if (!std::isfinite(loss)) throw diverged(run, epoch, "the training loss is " + std::to_string(loss), k.opt.lr);
+  if (!std::isfinite(loss))
+    throw diverged(run, epoch, "the training loss is " + std::to_string(loss), k.opt.lr);
   ++st.adam_step;
   for (Param* p : model.params()) {
     AdamStep s;
@@ -353,19 +370,20 @@ double train_step(RankRun& k, int run, int epoch, Model& model, RunState& st, Ra
 
 // Evaluates the stepped model: refuses outputs that are not numbers, adds the metrics to rec,
 // keeps the model when its validation score is the best so far, and prints the epoch's line.
-void evaluate_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st, RankFigures& fig, double loss,
-                    json& rec) {
+void evaluate_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st, RankFigures& fig,
+                    double loss, json& rec) {
   const double before = k.exch ? double(k.exch->stats().bytes_sent) : 0;
   const MatrixView eval = evaluate(k, model, st.result.seed, epoch);
   if (k.exch) fig.eval_bytes = double(k.exch->stats().bytes_sent) - before;
   // A finite loss before the step does not make the stepped model finite: metrics of NaN
   // outputs would be silent garbage. Decided over all ranks, so all stop together.
   std::int64_t bad = 0;
-  for (std::int64_t i = 0; i < eval.rows * eval.cols && !bad; ++i) bad = !std::isfinite(eval.data[i]);
+  for (std::int64_t i = 0; i < eval.rows * eval.cols && !bad; ++i)
+    bad = !std::isfinite(eval.data[i]);
   k.comm.allreduce(&bad, 1, ReduceOp::kMax);
   if (bad) throw diverged(run, epoch, "the evaluation outputs are not finite", k.opt.lr);
-  const auto [tr, va, te] =
-      split_metrics(k.comm, eval, k.d.labels, k.d.label_cols, k.multilabel, *k.split, k.metric_bufs);
+  const auto [tr, va, te] = split_metrics(k.comm, eval, k.d.labels, k.d.label_cols, k.multilabel,
+                                          *k.split, k.metric_bufs);
   rec["train"] = tr;
   rec["valid"] = va;
   rec["test"] = te;
@@ -378,27 +396,33 @@ void evaluate_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st, 
   }
   if (k.lead && !k.opt.quiet) {
     char line[200];
-    std::snprintf(line, sizeof line, "run %d epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %.3f s\n",
-                  run, epoch, loss, tr, va, te, fig.epoch_s);
+    std::snprintf(line, sizeof line,
+                  "run %d epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %.3f s\n", run,
+                  epoch, loss, tr, va, te, fig.epoch_s);
     k.out << line << std::flush;
   }
 }
 
 // One epoch of a run: the step, an evaluation when due, the log record, a checkpoint when due.
-void train_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st, const fs::path& ckdir) {
+void train_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st,
+                 const fs::path& ckdir) {
   const TrainOptions& opt = k.opt;
   if (k.rank == opt.fault.rank && epoch == opt.fault.epoch) inject_fault(opt.fault);
   if (k.exch) k.exch->stats().clear();
-  t_allocating = epoch == st.epoch + 1 ? "the layers' activations and gradients (first epoch)" : "a training epoch";
+  t_allocating = epoch == st.epoch + 1 ? "the layers' activations and gradients (first epoch)"
+                                       : "a training epoch";
   RankFigures fig;
   const double loss = train_step(k, run, epoch, model, st, fig);
   const double secs = fig.epoch_s;
   st.result.epoch_seconds.push_back(secs);
   st.result.final_loss = loss;
   st.epoch = epoch;
-  json rec = {{"type", "epoch"}, {"run", run}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}};
-  if (epoch % opt.eval_every == 0 || epoch == opt.epochs) evaluate_epoch(k, run, epoch, model, st, fig, loss, rec);
-  if (k.ranks > 1) gather_figures(k.comm, fig, k.history, rec);  // the per-rank breakdown, on rank 0
+  json rec = {
+      {"type", "epoch"}, {"run", run}, {"epoch", epoch}, {"loss", loss}, {"epoch_time_s", secs}};
+  if (epoch % opt.eval_every == 0 || epoch == opt.epochs)
+    evaluate_epoch(k, run, epoch, model, st, fig, loss, rec);
+  if (k.ranks > 1)
+    gather_figures(k.comm, fig, k.history, rec);  // the per-rank breakdown, on rank 0
   k.log.write_line(rec.dump());
   if (!ckdir.empty() && (epoch % opt.checkpoint_every == 0 || epoch == opt.epochs))
     commit_checkpoint(k.comm, ckdir, model, st, k.key, k.exchange);
@@ -413,14 +437,17 @@ void resume(RankRun& k, int run, const fs::path& ckdir, Model& model, RunState& 
   // starting over silently would overwrite the log. Later runs without one start fresh: the
   // job stopped before reaching them.
   if (saved.is_null() && run == 0)
-    throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() + "; drop --resume to start a new run");
+    throw ParamError("--resume: no checkpoint in " + opt.checkpoint.string() +
+                     "; drop --resume to start a new run");
   if (st.epoch > opt.epochs)
-    throw ParamError("--resume: the checkpoint in " + ckdir.string() + " is of epoch " + std::to_string(st.epoch) +
-                     ", after --epochs " + std::to_string(opt.epochs) + "; resume with --epochs " +
-                     std::to_string(st.epoch) + " or more, or start a new checkpoint directory");
+    throw ParamError("--resume: the checkpoint in " + ckdir.string() + " is of epoch " +
+                     std::to_string(st.epoch) + ", after --epochs " + std::to_string(opt.epochs) +
+                     "; resume with --epochs " + std::to_string(st.epoch) +
+                     " or more, or start a new checkpoint directory");
   if (!saved.is_null() && k.lead) {
     if (!opt.quiet) k.out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
-    if (const std::string note = exchange_note(saved, k.exchange); !note.empty()) k.out << note << "\n";
+    if (const std::string note = exchange_note(saved, k.exchange); !note.empty())
+      k.out << note << "\n";
   }
 }
 
@@ -433,19 +460,21 @@ RunState train_run(RankRun& k, int run, std::optional<Model>& last) {
   t_allocating = "the model's weights, gradients and Adam moments";
   Model& model = last.emplace(opt.model, st.result.seed, k.dev);
   for (Param* p : model.params())
-    p->weight_decay = !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
+    p->weight_decay =
+        !opt.decay_first_layer_only || p->name.rfind("layer0.", 0) == 0 ? opt.weight_decay : 0.f;
   std::int64_t grad_size = 0;
   for (Param* p : model.params()) grad_size += p->grad.size();
   k.grads.resize(1, grad_size);
   const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : run_dir(opt.checkpoint, run);
   if (opt.resume) resume(k, run, ckdir, model, st);
   if (k.exch) k.exch->drain();
-  for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch) train_epoch(k, run, epoch, model, st, ckdir);
+  for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch)
+    train_epoch(k, run, epoch, model, st, ckdir);
   if (k.exch) k.exch->drain();
   if (k.lead && !opt.quiet) {
     char line[200];
-    std::snprintf(line, sizeof line, "run %d: best valid %.4f at epoch %d, test %.4f\n", run, st.result.best_valid,
-                  st.result.best_epoch, st.result.test_at_best);
+    std::snprintf(line, sizeof line, "run %d: best valid %.4f at epoch %d, test %.4f\n", run,
+                  st.result.best_valid, st.result.best_epoch, st.result.test_at_best);
     k.out << line;
   }
   return st;
@@ -453,19 +482,21 @@ RunState train_run(RankRun& k, int run, std::optional<Model>& last) {
 
 // --predictions-out: the outputs of the run with the best validation score, at its best epoch.
 void predict(RankRun& k, const std::vector<RunState>& states, Model& last) {
-  const auto best = std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {
-    return a.result.best_valid < b.result.best_valid;
-  });
+  const auto best =
+      std::max_element(states.begin(), states.end(), [](const RunState& a, const RunState& b) {
+        return a.result.best_valid < b.result.best_valid;
+      });
   if (best->best.empty())  // the same on every rank: the state is replicated
-    throw ParamError("--predictions-out: run " + std::to_string(best - states.begin()) +
-                     " was never evaluated (resumed at or after --epochs from a checkpoint written before its "
-                     "first evaluation)");
+    throw ParamError(
+        "--predictions-out: run " + std::to_string(best - states.begin()) +
+        " was never evaluated (resumed at or after --epochs from a checkpoint written before its "
+        "first evaluation)");
   // The best epoch's model into the last run's (same shapes; the seed only drew the initial
   // weights), then one evaluation pass: the outputs that epoch's evaluation saw.
   set_model_values(last, best->best);
   const MatrixView eval = evaluate(k, last, best->result.seed, best->result.best_epoch);
-  write_predictions(k.comm, k.opt.predictions_out, eval, k.multilabel, k.d.label_cols, k.d.global_ids,
-                    k.d.original_ids);
+  write_predictions(k.comm, k.opt.predictions_out, eval, k.multilabel, k.d.label_cols,
+                    k.d.global_ids, k.d.original_ids);
 }
 
 // What a std::bad_alloc in train_rank says: what was being allocated, and what the memory model
@@ -482,18 +513,20 @@ SystemError out_of_memory(const RankData& d, Communicator& comm, const TrainOpti
       std::string largest;
       const RankShape r = rank_shape(d, s, comm.size(), comm.rank());
       const ModelShape m = model_shape(o, d.label_kind == LabelKind::kMultilabel, o.model.out);
-      predicted = "; the memory model predicts " + format_bytes(std::uint64_t(predicted_rank_bytes(r, m, &largest))) +
+      predicted = "; the memory model predicts " +
+                  format_bytes(std::uint64_t(predicted_rank_bytes(r, m, &largest))) +
                   " on this rank, mostly " + largest;
     }
   } catch (const std::exception&) {  // no prediction: the message goes without it
   }
   return SystemError(std::string("out of memory allocating ") + t_allocating + predicted +
-                     (avail.bytes > 0 ? ", with " + format_bytes(std::uint64_t(avail.bytes)) + " available (" +
-                                            avail.source + ")"
+                     (avail.bytes > 0 ? ", with " + format_bytes(std::uint64_t(avail.bytes)) +
+                                            " available (" + avail.source + ")"
                                       : std::string()));
 }
 
-TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in, std::ostream& out) try {
+TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in,
+                        std::ostream& out) try {
   RankRun k(d, comm, opt_in, out);
   prepare(k);
   load_inputs(k);
@@ -517,7 +550,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   summary.matmul_precision = to_string(opt.matmul_precision);
   k.log.write_line(summary.to_json().dump());
   k.log.close();
-  if (opt.profile && k.lead) out << "time per kernel (training and evaluation, rank 0):\n" << k.timed->report();
+  if (opt.profile && k.lead)
+    out << "time per kernel (training and evaluation, rank 0):\n" << k.timed->report();
   t_allocating = "the predictions";
   if (!opt.predictions_out.empty()) predict(k, states, *last);  // in input order
   return summary;
@@ -545,7 +579,8 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
   r.owned = r.all = r.inner = r.global_nodes = d.num_nodes();
   r.graph = d.graph.view();
   std::vector<std::int32_t> degree(static_cast<std::size_t>(r.owned));
-  for (std::int64_t v = 0; v < r.owned; ++v) degree[std::size_t(v)] = std::int32_t(r.graph.degree(NodeId(v)));
+  for (std::int64_t v = 0; v < r.owned; ++v)
+    degree[std::size_t(v)] = std::int32_t(r.graph.degree(NodeId(v)));
   r.degree = degree.data();
   r.features = {const_cast<float*>(d.features.data()), r.owned, d.num_features, Device::kCpu};
   take_labels(r, d);
@@ -555,7 +590,8 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
   return train_rank(r, local, opt, out);
 }
 
-TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt, std::ostream& out) {
+TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt,
+                         std::ostream& out) {
   check_outputs(opt, parts, comm.rank() == 0);
   const json meta = read_parts_meta(parts);
   const int k = meta.at("k").get<int>();
@@ -577,17 +613,19 @@ TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainO
     comm.allreduce(counts.data(), std::int64_t(counts.size()), ReduceOp::kSum);
     for (std::size_t i = 0; i < kk * kk; ++i)
       if (counts[i] != counts[kk * kk + i])
-        throw InputError((parts / ("part-" + std::to_string(i / kk)) / "send_offsets.bin").string() + ": part " +
-                         std::to_string(i / kk) + " sends " + std::to_string(counts[i]) + " rows to part " +
-                         std::to_string(i % kk) + ", which expects " + std::to_string(counts[kk * kk + i]) +
-                         " (parts from different partitions?)");
+        throw InputError(
+            (parts / ("part-" + std::to_string(i / kk)) / "send_offsets.bin").string() + ": part " +
+            std::to_string(i / kk) + " sends " + std::to_string(counts[i]) + " rows to part " +
+            std::to_string(i % kk) + ", which expects " + std::to_string(counts[kk * kk + i]) +
+            " (parts from different partitions?)");
   }
   const Array<NodeId> original = comm.rank() == 0 ? read_original_ids(parts) : Array<NodeId>();
   RankData r;
   r.source = (parts / ("part-" + std::to_string(p.rank))).string();
   // A parts folder written without its dataset's fingerprint resumes checkpoints of itself only.
   r.dataset_fingerprint = meta.value("dataset_fingerprint", "");
-  if (r.dataset_fingerprint.empty()) r.dataset_fingerprint = "parts " + meta.value("fingerprint", "");
+  if (r.dataset_fingerprint.empty())
+    r.dataset_fingerprint = "parts " + meta.value("fingerprint", "");
   r.partition = meta.value("fingerprint", "");
   r.owned = p.num_owned;
   r.all = p.num_owned + p.num_halo;

@@ -21,11 +21,11 @@
 #include <regex>
 #include <thread>
 
+#include "../test_util.h"
+#include "../train_log.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
-#include "../test_util.h"
-#include "../train_log.h"
 
 namespace halo {
 namespace {
@@ -62,7 +62,8 @@ fs::path tools() { return test::source_dir() / "tools" / "cluster"; }
 // Why this machine cannot host a cluster (empty when it can).
 std::string unavailable() {
   static const std::string why = [] {
-    const Result r = shell("bash -c " + quote(". " + (tools() / "lib.sh").string() + "; cluster_unavailable_reason"));
+    const Result r = shell(
+        "bash -c " + quote(". " + (tools() / "lib.sh").string() + "; cluster_unavailable_reason"));
     std::string s = r.out;
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return r.code == 0 ? s : "cannot run tools/cluster/lib.sh: " + s;
@@ -70,8 +71,8 @@ std::string unavailable() {
   return why;
 }
 
-#define SKIP_WITHOUT_CLUSTER()                                              \
-  do {                                                                      \
+#define SKIP_WITHOUT_CLUSTER()                                                   \
+  do {                                                                           \
     if (!unavailable().empty()) GTEST_SKIP() << "no cluster: " << unavailable(); \
   } while (0)
 
@@ -90,7 +91,8 @@ class Cluster {
   // Makes the cluster again (a fresh one: new namespaces and processes), keeping the disks.
   void up(int nodes, const std::string& options) {
     shell(env_ + (tools() / "down.sh").string() + " --keep-disks");
-    const Result r = shell(env_ + (tools() / "up.sh").string() + " " + std::to_string(nodes) + " " + options);
+    const Result r =
+        shell(env_ + (tools() / "up.sh").string() + " " + std::to_string(nodes) + " " + options);
     ASSERT_EQ(r.code, 0) << r.out;
   }
   void deploy(const fs::path& parts) {
@@ -99,12 +101,16 @@ class Cluster {
   }
   // A command on NODE (run.sh: the cluster's MPI settings; mpirun there reaches every node).
   Result run(const std::string& cmd, const std::string& node = "node1") const {
-    return shell(env_ + (tools() / "run.sh").string() + " --node " + node + " -- bash -c " + quote(cmd));
+    return shell(env_ + (tools() / "run.sh").string() + " --node " + node + " -- bash -c " +
+                 quote(cmd));
   }
   std::string run_in_background(const std::string& cmd, const fs::path& out) const {
-    return env_ + (tools() / "run.sh").string() + " -- bash -c " + quote(cmd) + " > " + out.string() + " 2>&1";
+    return env_ + (tools() / "run.sh").string() + " -- bash -c " + quote(cmd) + " > " +
+           out.string() + " 2>&1";
   }
-  Result kill_node(const std::string& node) const { return shell(env_ + (tools() / "kill.sh").string() + " " + node); }
+  Result kill_node(const std::string& node) const {
+    return shell(env_ + (tools() / "kill.sh").string() + " " + node);
+  }
   Result link(const std::string& node, const std::string& state) const {
     return shell(env_ + (tools() / "link.sh").string() + " " + node + " " + state);
   }
@@ -119,7 +125,8 @@ class Cluster {
 
 // mpirun on the cluster: ranks by slot, halo's timeout passed like any variable a job needs.
 std::string mpirun(int np, const std::string& env = "") {
-  std::string s = test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " -np " + std::to_string(np) + " -x OMP_NUM_THREADS=1 ";
+  std::string s = test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " -np " + std::to_string(np) +
+                  " -x OMP_NUM_THREADS=1 ";
   if (!env.empty()) s += "-x " + env + " ";
   return s;
 }
@@ -128,7 +135,9 @@ std::string mpirun(int np, const std::string& env = "") {
 // of 100,000 nodes in 2, 3 and 4 parts.
 class Data : public ::testing::Environment {
  public:
-  static fs::path dir() { return fs::temp_directory_path() / ("halo-cluster-data-" + std::to_string(getpid())); }
+  static fs::path dir() {
+    return fs::temp_directory_path() / ("halo-cluster-data-" + std::to_string(getpid()));
+  }
   void SetUp() override {
     if (!unavailable().empty()) return;
     setenv("OMP_NUM_THREADS", "1", 1);
@@ -139,7 +148,9 @@ class Data : public ::testing::Environment {
              halo() + " partition " + d + "/cora -k 2 -o " + d + "/cora-2",
              halo() + " partition " + d + "/cora -k 3 -o " + d + "/cora-3",
              halo() + " partition " + d + "/cora -k 4 -o " + d + "/cora-4",
-             halo() + " generate --nodes 100000 --avg-degree 10 --features 32 --classes 8 --seed 3 -o " + d + "/g100k",
+             halo() +
+                 " generate --nodes 100000 --avg-degree 10 --features 32 --classes 8 --seed 3 -o " +
+                 d + "/g100k",
              halo() + " partition " + d + "/g100k -k 2 -o " + d + "/g100k-2",
              halo() + " partition " + d + "/g100k -k 3 -o " + d + "/g100k-3",
              halo() + " partition " + d + "/g100k -k 4 -o " + d + "/g100k-4",
@@ -193,7 +204,8 @@ int expect_intact(const fs::path& rank_dir) {
     const fs::path d = epoch_dir(rank_dir, epoch);
     const json m = checkpoint_meta(d);
     for (const auto& [name, entry] : m.at("arrays").items()) {
-      EXPECT_NO_THROW((void)map_listed<float>(d, m, name, {}, kAnyShape, 1, false)) << d << " " << name;
+      EXPECT_NO_THROW((void)map_listed<float>(d, m, name, {}, kAnyShape, 1, false))
+          << d << " " << name;
     }
   }
   return e.empty() ? 0 : e.back();
@@ -211,25 +223,28 @@ bool wait_for_epochs(const fs::path& log, std::size_t n, double seconds) {
 
 // Trains DATASET in one process and PARTS on the cluster (2 nodes x 2 ranks), and compares
 // losses, metrics and final weights; checks that each node holds only its own parts.
-void expect_cluster_equals_one_process(const std::string& dataset, const std::string& parts, const std::string& args) {
+void expect_cluster_equals_one_process(const std::string& dataset, const std::string& parts,
+                                       const std::string& args) {
   test::TempDir t;
   Cluster c(t / "cluster", 2, "--slots 2");
   c.deploy(data(parts));
   // Each node has exactly its ranks' parts (rank r on node r/2 + 1) and sees no other disk.
-  for (const auto& [node, mine] : std::map<std::string, std::string>{{"node1", "meta.json part-0 part-1"},
-                                                                     {"node2", "meta.json part-2 part-3"}}) {
-    const Result ls = c.run("echo $(ls " + c.data() + "/" + parts + "); ls -A " +
-                                (fs::path(c.data()).parent_path() / "disks").string() + " | wc -l; hostname",
-                            node);
+  for (const auto& [node, mine] : std::map<std::string, std::string>{
+           {"node1", "meta.json part-0 part-1"}, {"node2", "meta.json part-2 part-3"}}) {
+    const Result ls =
+        c.run("echo $(ls " + c.data() + "/" + parts + "); ls -A " +
+                  (fs::path(c.data()).parent_path() / "disks").string() + " | wc -l; hostname",
+              node);
     ASSERT_EQ(ls.code, 0) << ls.out;
     EXPECT_EQ(ls.out, mine + "\n0\n" + node + "\n") << "what " << node << " sees";
   }
   const std::string common = " --threads 1 -q --checkpoint-every 1000 " + args;
-  const Result one = shell(halo() + " train " + data(dataset).string() + common + " --log " + (t / "1.jsonl").string() +
-                           " --checkpoint " + (t / "ck1").string());
+  const Result one = shell(halo() + " train " + data(dataset).string() + common + " --log " +
+                           (t / "1.jsonl").string() + " --checkpoint " + (t / "ck1").string());
   ASSERT_EQ(one.code, 0) << one.out;
-  const Result many = c.run(mpirun(4) + halo() + " train " + c.data() + "/" + parts + common + " --log " +
-                            (t / "k.jsonl").string() + " --checkpoint " + c.data() + "/ck");
+  const Result many =
+      c.run(mpirun(4) + halo() + " train " + c.data() + "/" + parts + common + " --log " +
+            (t / "k.jsonl").string() + " --checkpoint " + c.data() + "/ck");
   ASSERT_EQ(many.code, 0) << many.out;
   const auto la = read_log(t / "1.jsonl"), lb = read_log(t / "k.jsonl");
   const auto ea = epochs(la), eb = epochs(lb);
@@ -248,20 +263,24 @@ void expect_cluster_equals_one_process(const std::string& dataset, const std::st
   const std::string last = "epoch-" + std::to_string(ea.rbegin()->first);
   for (int r = 0; r < 4; ++r) {
     int compared = 0;
-    const fs::path mine = c.disk(r < 2 ? "node1" : "node2") / "ck/run-0" / ("rank-" + std::to_string(r)) / last;
-    EXPECT_LT(weight_difference(t / "ck1/run-0/rank-0" / last, mine, &compared), 1e-4) << "rank " << r;
+    const fs::path mine =
+        c.disk(r < 2 ? "node1" : "node2") / "ck/run-0" / ("rank-" + std::to_string(r)) / last;
+    EXPECT_LT(weight_difference(t / "ck1/run-0/rank-0" / last, mine, &compared), 1e-4)
+        << "rank " << r;
     EXPECT_GT(compared, 1);
   }
 }
 
 TEST(Cluster, CoraOnTwoNodesOfTwoRanksEqualsOneProcess) {
   SKIP_WITHOUT_CLUSTER();
-  expect_cluster_equals_one_process("cora", "cora-4", "--preset planetoid-gcn --epochs 30 --eval-every 5");
+  expect_cluster_equals_one_process("cora", "cora-4",
+                                    "--preset planetoid-gcn --epochs 30 --eval-every 5");
 }
 
 TEST(Cluster, GeneratedGraphOf100kNodesOnTwoNodesEqualsOneProcess) {
   SKIP_WITHOUT_CLUSTER();
-  expect_cluster_equals_one_process("g100k", "g100k-4", "--layers 2 --hidden 32 --epochs 8 --eval-every 4");
+  expect_cluster_equals_one_process("g100k", "g100k-4",
+                                    "--layers 2 --hidden 32 --epochs 8 --eval-every 4");
 }
 
 // A failure while 4 ranks on 2 nodes train Cora (checkpoints every 10 epochs): the job must end
@@ -271,22 +290,26 @@ template <class Fail>
 void expect_failure_ends_job_and_resume_is_exact(const std::string& env, Fail&& fail, double limit,
                                                  const std::string& line) {
   test::TempDir t;
-  const std::string args = " --preset planetoid-gcn --epochs 400 --eval-every 1000 --threads 1 -q --checkpoint-every 10";
+  const std::string args =
+      " --preset planetoid-gcn --epochs 400 --eval-every 1000 --threads 1 -q --checkpoint-every 10";
   const std::string cmd = mpirun(4, env) + halo() + " train ";
   // The uninterrupted run, on a cluster as well (the same transport and reduction order).
   {
     Cluster ref(t / "ref", 2, "--slots 2");
     ref.deploy(data("cora-4"));
-    const Result r = ref.run(cmd + ref.data() + "/cora-4" + args + " --checkpoint " + ref.data() + "/ck");
+    const Result r =
+        ref.run(cmd + ref.data() + "/cora-4" + args + " --checkpoint " + ref.data() + "/ck");
     ASSERT_EQ(r.code, 0) << r.out;
     fs::create_directories(t / "expected");
-    fs::copy(ref.disk("node1") / "ck/run-0/rank-0/epoch-400", t / "expected", fs::copy_options::recursive);
+    fs::copy(ref.disk("node1") / "ck/run-0/rank-0/epoch-400", t / "expected",
+             fs::copy_options::recursive);
   }
   Cluster c(t / "cluster", 2, "--slots 2");
   c.deploy(data("cora-4"));
   const fs::path log = t / "log.jsonl";
   const std::string job = c.run_in_background(
-      cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --log " + log.string(), t / "job.out");
+      cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --log " + log.string(),
+      t / "job.out");
   std::thread runner([&] { std::system(job.c_str()); });
   if (!wait_for_epochs(log, 60, 60)) {
     runner.join();
@@ -296,10 +319,13 @@ void expect_failure_ends_job_and_resume_is_exact(const std::string& env, Fail&& 
   fail(c);
   // The job (mpirun) must end by itself within the limit.
   runner.join();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - failed_at).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - failed_at).count();
   const std::string out = test::read_bytes(t / "job.out");
   EXPECT_LT(took, limit) << out;
-  EXPECT_TRUE(std::regex_search(out, std::regex(line))) << "expected a line matching '" << line << "' in:\n" << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(line)))
+      << "expected a line matching '" << line << "' in:\n"
+      << out;
   EXPECT_EQ(epochs(read_log(log)).count(400), 0u) << "the job finished before the failure";
   // Nothing lost: node1's checkpoints are intact; a fresh cluster resumes them and ends with the
   // uninterrupted run's weights, bit for bit.
@@ -307,10 +333,13 @@ void expect_failure_ends_job_and_resume_is_exact(const std::string& env, Fail&& 
   expect_intact(c.disk("node1") / "ck/run-0/rank-1");
   EXPECT_GE(newest, 10);
   c.up(2, "--slots 2");
-  const Result resumed = c.run(cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --resume");
+  const Result resumed =
+      c.run(cmd + c.data() + "/cora-4" + args + " --checkpoint " + c.data() + "/ck --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   int compared = 0;
-  EXPECT_EQ(weight_difference(t / "expected", c.disk("node1") / "ck/run-0/rank-0/epoch-400", &compared), 0.0);
+  EXPECT_EQ(
+      weight_difference(t / "expected", c.disk("node1") / "ck/run-0/rank-0/epoch-400", &compared),
+      0.0);
   EXPECT_GT(compared, 1);
 }
 
@@ -325,58 +354,66 @@ TEST(Cluster, LinkLossEndsTheJobWithinTheTimeoutNamingThePeer) {
   SKIP_WITHOUT_CLUSTER();
   // HALO_COMM_TIMEOUT_S=4: the heartbeat timeout follows it (min(30, 4)).
   expect_failure_ends_job_and_resume_is_exact(
-      "HALO_COMM_TIMEOUT_S=4", [](Cluster& c) { ASSERT_EQ(c.link("node2", "down").code, 0); }, 4.0 + 15.0,
+      "HALO_COMM_TIMEOUT_S=4", [](Cluster& c) { ASSERT_EQ(c.link("node2", "down").code, 0); },
+      4.0 + 15.0,
       "error: rank 0 of 4 on node1: lost rank 2 and rank 3 on node2: no heartbeat for 4 s|"
       "error: rank [01] of 4: .*no answer from rank [23] \\(node2\\)");
 }
 
 TEST(Cluster, NodeOutOfMemoryEndsTheJobSayingSoAndTheCheckpointSurvives) {
   SKIP_WITHOUT_CLUSTER();
-  const Result kind = shell("bash -c " + quote(". " + (tools() / "lib.sh").string() + "; cluster_cgroup_kind"));
+  const Result kind =
+      shell("bash -c " + quote(". " + (tools() / "lib.sh").string() + "; cluster_cgroup_kind"));
   if (kind.out.rfind("none", 0) == 0) GTEST_SKIP() << "no memory cgroups on this machine";
   test::TempDir t;
-  const std::string args = " --layers 2 --hidden 32 --eval-every 1000 --threads 1 -q --checkpoint-every 5";
+  const std::string args =
+      " --layers 2 --hidden 32 --eval-every 1000 --threads 1 -q --checkpoint-every 5";
   const std::string cmd = mpirun(4) + halo() + " train ";
   // 10 epochs with checkpoints on nodes with memory enough, then a resume where node2's memory
   // is too small for its parts.
   Cluster c(t / "cluster", 2, "--slots 2");
   c.deploy(data("g100k-4"));
-  const Result first = c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 10 --checkpoint " + c.data() + "/ck");
+  const Result first =
+      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 10 --checkpoint " + c.data() + "/ck");
   ASSERT_EQ(first.code, 0) << first.out;
   c.up(2, "--slots 2 --mem-per-node-list -,24M");
   // The memory model sees at start that node2's parts cannot fit (more than twice the room its
   // cgroup leaves) and refuses before allocating; with the check off the kernel's OOM killer
   // ends the ranks, and the supervisor says so.
-  const Result refused =
-      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  const Result refused = c.run(cmd + c.data() + "/g100k-4" + args +
+                               " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
   EXPECT_NE(refused.code, 0) << refused.out;
-  EXPECT_TRUE(std::regex_search(refused.out, std::regex("error: rank [23] of 4 on node2: .*/part-[23]: training needs "
-                                                        "about [0-9.]+ MiB on this rank \\(memory model; .*\\), but "
-                                                        "only [0-9.]+ MiB is available \\(its memory cgroup's limit\\); "
-                                                        "partition the dataset into more parts")))
+  EXPECT_TRUE(std::regex_search(
+      refused.out, std::regex("error: rank [23] of 4 on node2: .*/part-[23]: training needs "
+                              "about [0-9.]+ MiB on this rank \\(memory model; .*\\), but "
+                              "only [0-9.]+ MiB is available \\(its memory cgroup's limit\\); "
+                              "partition the dataset into more parts")))
       << refused.out;
-  const Result oom = c.run(mpirun(4, "HALO_MEMORY_CHECK=0") + halo() + " train " + c.data() + "/g100k-4" + args +
-                           " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  const Result oom =
+      c.run(mpirun(4, "HALO_MEMORY_CHECK=0") + halo() + " train " + c.data() + "/g100k-4" + args +
+            " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
   EXPECT_NE(oom.code, 0) << oom.out;
-  EXPECT_TRUE(std::regex_search(oom.out, std::regex("error: rank [23] of 4 on node2: out of memory: the kernel's OOM "
-                                                    "killer ended it at [0-9]+ MiB resident \\(the memory limit of "
-                                                    "its cgroup is 24 MiB\\)")))
+  EXPECT_TRUE(std::regex_search(
+      oom.out, std::regex("error: rank [23] of 4 on node2: out of memory: the kernel's OOM "
+                          "killer ended it at [0-9]+ MiB resident \\(the memory limit of "
+                          "its cgroup is 24 MiB\\)")))
       << oom.out;
-  for (const char* rank : {"rank-2", "rank-3"}) EXPECT_EQ(expect_intact(c.disk("node2") / "ck/run-0" / rank), 10);
+  for (const char* rank : {"rank-2", "rank-3"})
+    EXPECT_EQ(expect_intact(c.disk("node2") / "ck/run-0" / rank), 10);
   // With memory enough again the resume finishes as an uninterrupted 20-epoch run does.
   c.up(2, "--slots 2");
-  const Result resumed =
-      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
+  const Result resumed = c.run(cmd + c.data() + "/g100k-4" + args +
+                               " --epochs 20 --resume --checkpoint " + c.data() + "/ck");
   ASSERT_EQ(resumed.code, 0) << resumed.out;
-  const Result straight = c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --checkpoint " + c.data() + "/ck2");
+  const Result straight =
+      c.run(cmd + c.data() + "/g100k-4" + args + " --epochs 20 --checkpoint " + c.data() + "/ck2");
   ASSERT_EQ(straight.code, 0) << straight.out;
   int compared = 0;
-  EXPECT_EQ(weight_difference(c.disk("node1") / "ck2/run-0/rank-0/epoch-20", c.disk("node1") / "ck/run-0/rank-0/epoch-20",
-                              &compared),
+  EXPECT_EQ(weight_difference(c.disk("node1") / "ck2/run-0/rank-0/epoch-20",
+                              c.disk("node1") / "ck/run-0/rank-0/epoch-20", &compared),
             0.0);
   EXPECT_GT(compared, 1);
 }
-
 
 // A checkpoint belongs to the dataset, not to a partition: 3 nodes train 40 epochs of a
 // 100k-node graph with a checkpoint every epoch; node3 dies after epoch 20 and its disk is gone;
@@ -385,7 +422,8 @@ TEST(Cluster, NodeOutOfMemoryEndsTheJobSayingSoAndTheCheckpointSurvives) {
 TEST(Cluster, ResumeOnFewerNodesAfterANodeDiedContinuesTheTrajectory) {
   SKIP_WITHOUT_CLUSTER();
   test::TempDir t;
-  const std::string args = " --layers 2 --hidden 32 --epochs 40 --eval-every 1000 --threads 1 -q --checkpoint-every 1";
+  const std::string args =
+      " --layers 2 --hidden 32 --epochs 40 --eval-every 1000 --threads 1 -q --checkpoint-every 1";
   const auto train = [&](int np, const std::string& parts, const std::string& rest) {
     return mpirun(np) + halo() + " train " + parts + args + rest;
   };
@@ -396,7 +434,8 @@ TEST(Cluster, ResumeOnFewerNodesAfterANodeDiedContinuesTheTrajectory) {
 
   const fs::path log = t / "died.jsonl";
   const std::string job = c.run_in_background(
-      train(3, c.data() + "/g100k-3", " --checkpoint " + c.data() + "/ck --log " + log.string()), t / "job.out");
+      train(3, c.data() + "/g100k-3", " --checkpoint " + c.data() + "/ck --log " + log.string()),
+      t / "job.out");
   std::thread runner([&] { std::system(job.c_str()); });
   const bool started = wait_for_epochs(log, 20, 120);
   if (started) {
@@ -410,8 +449,9 @@ TEST(Cluster, ResumeOnFewerNodesAfterANodeDiedContinuesTheTrajectory) {
 
   c.up(2, "--slots 1");
   c.deploy(data("g100k-2"));
-  const Result resumed =
-      c.run(train(2, c.data() + "/g100k-2", " --checkpoint " + c.data() + "/ck --resume --log " + (t / "resumed.jsonl").string()));
+  const Result resumed = c.run(
+      train(2, c.data() + "/g100k-2",
+            " --checkpoint " + c.data() + "/ck --resume --log " + (t / "resumed.jsonl").string()));
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   const auto expected = epochs(read_log(t / "ref.jsonl"));
   auto got = epochs(read_log(t / "resumed.jsonl"));
@@ -422,7 +462,8 @@ TEST(Cluster, ResumeOnFewerNodesAfterANodeDiedContinuesTheTrajectory) {
   for (const auto& [e, r] : died)
     if (e < first_resumed) got[e] = r;
   ASSERT_EQ(got.size(), 40u);
-  for (const auto& [e, r] : expected) EXPECT_LT(rel(r["loss"], got.at(e)["loss"]), 1e-4) << "epoch " << e;
+  for (const auto& [e, r] : expected)
+    EXPECT_LT(rel(r["loss"], got.at(e)["loss"]), 1e-4) << "epoch " << e;
 }
 
 }  // namespace

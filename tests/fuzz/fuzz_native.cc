@@ -20,8 +20,8 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/generate.h"
 #include "halo/graph/summary.h"
-#include "halo/partition/parts.h"
 #include "halo/partition/partition.h"
+#include "halo/partition/parts.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -59,8 +59,9 @@ void write_all(const fs::path& p, const std::vector<char>& b) {
 // (and the folder's fingerprint, as ArrayDir::write_meta computes it).
 void fix_checksums(const fs::path& folder, const fs::path& file, std::vector<char>& bytes) {
   if (bytes.size() < halo::kArrayHeaderBytes) return;
-  const uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + halo::kArrayHeaderBytes),
-                          uInt(bytes.size() - halo::kArrayHeaderBytes));
+  const uLong crc =
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + halo::kArrayHeaderBytes),
+            uInt(bytes.size() - halo::kArrayHeaderBytes));
   const std::uint64_t c = crc;
   std::memcpy(bytes.data() + 32, &c, 8);
   json meta = json::parse(read_all(folder / "meta.json"), nullptr, false);
@@ -85,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const fs::path work = halo::fuzz::scratch() / "work";
   static std::vector<fs::path> touched;
   if (!fs::exists(work)) fs::copy(base(), work, fs::copy_options::recursive);
-  for (const fs::path& rel : touched) fs::copy_file(base() / rel, work / rel, fs::copy_options::overwrite_existing);
+  for (const fs::path& rel : touched)
+    fs::copy_file(base() / rel, work / rel, fs::copy_options::overwrite_existing);
   touched.clear();
   const bool part = data[0] & 1;
   const int mode = (data[0] >> 1) & 3;
@@ -102,7 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bytes.assign(reinterpret_cast<const char*>(rest), reinterpret_cast<const char*>(rest) + n);
   } else {
     const std::size_t from = mode == 2 ? 0 : halo::kArrayHeaderBytes;
-    const std::size_t span = mode == 2 ? halo::kArrayHeaderBytes : bytes.size() - std::min(bytes.size(), from);
+    const std::size_t span =
+        mode == 2 ? halo::kArrayHeaderBytes : bytes.size() - std::min(bytes.size(), from);
     for (std::size_t i = 0; i + 3 <= n && span > 0; i += 3) {
       const std::size_t at = from + (std::size_t(rest[i]) | std::size_t(rest[i + 1]) << 8) % span;
       if (at < bytes.size()) bytes[at] = char(rest[i + 2]);

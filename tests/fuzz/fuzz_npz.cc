@@ -12,8 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const std::string& key : r.keys()) {
       halo::fuzz::expect_clean([&] {
         (void)r.info(key);
-        halo::stream_as<float>(r, key, [](const float*, std::size_t, std::uint64_t) {}, 4096);
-        halo::stream_as<std::int64_t>(r, key, [](const std::int64_t*, std::size_t, std::uint64_t) {}, 4096);
+        halo::stream_as<float>(
+            r, key, [](const float*, std::size_t, std::uint64_t) {}, 4096);
+        halo::stream_as<std::int64_t>(
+            r, key, [](const std::int64_t*, std::size_t, std::uint64_t) {}, 4096);
       });
     }
   });

@@ -34,10 +34,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   halo::fuzz::expect_clean([&] {
     std::int64_t cols = 0;
     switch (reader) {
-      case 0: (void)halo::read_ogb_edges(path, n, e); break;
-      case 1: (void)halo::read_ogb_labels(path, n, &cols); break;
-      case 2: (void)halo::read_index_file(path, n); break;
-      default: (void)halo::read_count_file(path); break;
+      case 0:
+        (void)halo::read_ogb_edges(path, n, e);
+        break;
+      case 1:
+        (void)halo::read_ogb_labels(path, n, &cols);
+        break;
+      case 2:
+        (void)halo::read_index_file(path, n);
+        break;
+      default:
+        (void)halo::read_count_file(path);
+        break;
     }
   });
   return 0;

@@ -7,9 +7,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto path = halo::fuzz::write_input("input.txt", data + 1, size - 1);
   halo::fuzz::expect_clean([&] {
     switch (data[0] % 3) {
-      case 0: (void)halo::read_konect(path); break;
-      case 1: (void)halo::read_snap(path); break;
-      default: (void)halo::read_jodie(path); break;
+      case 0:
+        (void)halo::read_konect(path);
+        break;
+      case 1:
+        (void)halo::read_snap(path);
+        break;
+      default:
+        (void)halo::read_jodie(path);
+        break;
     }
   });
   return 0;

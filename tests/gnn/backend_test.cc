@@ -25,7 +25,8 @@ Matrix random_matrix(std::int64_t r, std::int64_t c, std::uint32_t seed) {
   return m;
 }
 
-void expect_close(const Matrix& got, const Matrix& ref, double atol, double rtol, const std::string& what) {
+void expect_close(const Matrix& got, const Matrix& ref, double atol, double rtol,
+                  const std::string& what) {
   ASSERT_EQ(got.rows(), ref.rows()) << what;
   ASSERT_EQ(got.cols(), ref.cols()) << what;
   for (std::int64_t i = 0; i < got.size(); ++i)
@@ -40,13 +41,15 @@ SparseMatrix skewed_operator(std::int64_t n, std::uint32_t seed) {
   el.num_nodes = n;
   std::uniform_int_distribution<NodeId> any(0, NodeId(n - 1));
   for (std::int64_t i = 0; i < 6 * n; ++i) {
-    const NodeId hub = NodeId(std::min<std::int64_t>(n - 1, std::int64_t(std::pow(double(any(g)) / double(n), 4) * double(n))));
+    const NodeId hub = NodeId(std::min<std::int64_t>(
+        n - 1, std::int64_t(std::pow(double(any(g)) / double(n), 4) * double(n))));
     el.src.push_back(hub);
     el.dst.push_back(any(g));
   }
   const Csr csr = build_csr(std::move(el));
   std::vector<std::int32_t> deg(static_cast<std::size_t>(n));
-  for (std::int64_t v = 0; v < n; ++v) deg[std::size_t(v)] = std::int32_t(csr.view().degree(NodeId(v)));
+  for (std::int64_t v = 0; v < n; ++v)
+    deg[std::size_t(v)] = std::int32_t(csr.view().degree(NodeId(v)));
   return gcn_operator(csr.view(), n, deg.data()).fwd;
 }
 
@@ -107,8 +110,10 @@ TEST(CpuBackend, GemmAllTransposes) {
 float bf16(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
-  else if ((u & 0x7f800000u) != 0x7f800000u) u += 0x7fffu + ((u >> 16) & 1u);
+  if ((u & 0x7f800000u) == 0)
+    u &= 0x80000000u;
+  else if ((u & 0x7f800000u) != 0x7f800000u)
+    u += 0x7fffu + ((u >> 16) & 1u);
   u &= 0xffff0000u;
   float r;
   std::memcpy(&r, &u, sizeof r);
@@ -152,14 +157,17 @@ TEST(CpuBackend, Bf16GemmIsExactOnRoundedInputsAtTileBoundaries) {
               for (std::int64_t j = 0; j < n; ++j) {
                 double s = 0, mag = 0;
                 for (std::int64_t p = 0; p < k; ++p) {
-                  const double t = double(bf16(ta ? A.at(p, i) : A.at(i, p))) * double(bf16(tb ? B.at(j, p) : B.at(p, j)));
+                  const double t = double(bf16(ta ? A.at(p, i) : A.at(i, p))) *
+                                   double(bf16(tb ? B.at(j, p) : B.at(p, j)));
                   s += t;
                   mag += std::abs(t);
                 }
                 const double want = alpha * s + beta * double(C0.at(i, j));
-                const double tol = double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * double(C0.at(i, j))));
+                const double tol =
+                    double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * double(C0.at(i, j))));
                 ASSERT_LE(std::abs(double(C.at(i, j)) - want), tol)
-                    << "ta " << ta << " tb " << tb << " m " << m << " n " << n << " k " << k << " at " << i << "," << j;
+                    << "ta " << ta << " tb " << tb << " m " << m << " n " << n << " k " << k
+                    << " at " << i << "," << j;
               }
             ++cases;
           }
@@ -192,15 +200,18 @@ TEST(CpuBackend, TallFp32GemmIsAnFp32Product) {
             for (std::int64_t j = 0; j < n; ++j) {
               double sum = 0, mag = 0;
               for (std::int64_t p = 0; p < k; ++p) {
-                const double t = double(ta ? A.at(p, i) : A.at(i, p)) * double(tb ? B.at(j, p) : B.at(p, j));
+                const double t =
+                    double(ta ? A.at(p, i) : A.at(i, p)) * double(tb ? B.at(j, p) : B.at(p, j));
                 sum += t;
                 mag += std::abs(t);
               }
               const double c0 = beta != 0.f ? double(C0.at(i, j)) : 0.0;
               const double want = alpha * sum + beta * c0;
-              const double tol = double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * c0)) + 1e-30;
+              const double tol =
+                  double(k + 4) * 0x1p-24 * (alpha * mag + std::abs(beta * c0)) + 1e-30;
               ASSERT_LE(std::abs(double(C.at(i, j)) - want), tol)
-                  << "ta " << ta << " tb " << tb << " n " << n << " k " << k << " at " << i << "," << j;
+                  << "ta " << ta << " tb " << tb << " n " << n << " k " << k << " at " << i << ","
+                  << j;
             }
           ++cases;
         }
@@ -268,9 +279,11 @@ TEST(CpuBackend, SpmmConsumeRoundsItsDeadInputOnlyInBf16) {
     double worst_vs_exact = 0;
     for (std::int64_t r = 0; r < 400; ++r) {
       double mag = 0;
-      for (EdgeId e = A.offsets[std::size_t(r)]; e < A.offsets[std::size_t(r) + 1]; ++e) mag += std::abs(A.values[std::size_t(e)]);
+      for (EdgeId e = A.offsets[std::size_t(r)]; e < A.offsets[std::size_t(r) + 1]; ++e)
+        mag += std::abs(A.values[std::size_t(e)]);
       for (std::int64_t c = 0; c < f; ++c) {
-        ASSERT_NEAR(Y3.at(r, c), want.at(r, c), 1e-5 * (1 + 4 * mag)) << what << " at " << r << "," << c;
+        ASSERT_NEAR(Y3.at(r, c), want.at(r, c), 1e-5 * (1 + 4 * mag))
+            << what << " at " << r << "," << c;
         worst_vs_exact = std::max(worst_vs_exact, double(std::abs(Y3.at(r, c) - Y1.at(r, c))));
       }
     }
@@ -305,22 +318,25 @@ TEST(CpuBackend, FusedBatchNormActivationEqualsTheComposedOps) {
         for (std::int64_t r = 0; r < n; ++r) rows[std::size_t(r)] = NodeId(1000 + 3 * r);
         const NodeId* row_ids = ids ? rows.data() : nullptr;
         const PhiloxKey key = philox_key(11, 5);
-        const std::string what = "f=" + std::to_string(f) + " p=" + std::to_string(p) + (ids ? " ids" : "");
+        const std::string what =
+            "f=" + std::to_string(f) + " p=" + std::to_string(p) + (ids ? " ids" : "");
         Matrix h1 = X, y1(n, f), h2 = X, y2(n, f);
         const MatrixView hv1 = h1.view(), hv2 = h2.view();
-        be.batch_norm_relu_dropout(h1.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), &hv1,
-                                   y1.view(), p, key, row_ids);
-        be.Backend::batch_norm_relu_dropout(h2.view(), stats[0].data(), stats[1].data(), stats[2].data(),
-                                            stats[3].data(), &hv2, y2.view(), p, key, row_ids);
+        be.batch_norm_relu_dropout(h1.view(), stats[0].data(), stats[1].data(), stats[2].data(),
+                                   stats[3].data(), &hv1, y1.view(), p, key, row_ids);
+        be.Backend::batch_norm_relu_dropout(h2.view(), stats[0].data(), stats[1].data(),
+                                            stats[2].data(), stats[3].data(), &hv2, y2.view(), p,
+                                            key, row_ids);
         EXPECT_EQ(h1.storage(), h2.storage()) << what;
         EXPECT_EQ(y1.storage(), y2.storage()) << what;
         const Matrix dY = random_matrix(n, f, std::uint32_t(f + 2));
         Matrix d1 = dY, d2 = dY;
         std::vector<double> s1(2 * std::size_t(f)), s2(2 * std::size_t(f));
-        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids, d1.view(),
-                                            s1.data(), s1.data() + f);
-        be.Backend::batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids,
-                                                     d2.view(), s2.data(), s2.data() + f);
+        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key,
+                                            row_ids, d1.view(), s1.data(), s1.data() + f);
+        be.Backend::batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p,
+                                                     key, row_ids, d2.view(), s2.data(),
+                                                     s2.data() + f);
         EXPECT_EQ(d1.storage(), d2.storage()) << what;
         EXPECT_EQ(s1, s2) << what;
         // KeepBits: recorded by the first op, replayed by the later ones, same bits throughout;
@@ -330,26 +346,26 @@ TEST(CpuBackend, FusedBatchNormActivationEqualsTheComposedOps) {
         KeepBits bits{cache.data(), false};
         Matrix h3 = X, y3(n, f), y4(n, f), d3 = dY;
         const MatrixView hv3 = h3.view();
-        be.batch_norm_relu_dropout(h3.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), &hv3,
-                                   y3.view(), p, key, row_ids, &bits);
+        be.batch_norm_relu_dropout(h3.view(), stats[0].data(), stats[1].data(), stats[2].data(),
+                                   stats[3].data(), &hv3, y3.view(), p, key, row_ids, &bits);
         EXPECT_EQ(y3.storage(), y1.storage()) << what;
         EXPECT_EQ(bits.filled, p > 0) << what;
         if (p == 0) continue;
         for (std::int64_t r = 0; r < n; ++r)
           for (std::int64_t c = 0; c < f; ++c)
             ASSERT_EQ(bool(cache[std::size_t(r * words + c / 64)] >> (c % 64) & 1),
-                      dropout_u16(key, ids ? std::uint64_t(rows[std::size_t(r)]) : std::uint64_t(r), std::uint32_t(c)) >=
-                          dropout_threshold(p))
+                      dropout_u16(key, ids ? std::uint64_t(rows[std::size_t(r)]) : std::uint64_t(r),
+                                  std::uint32_t(c)) >= dropout_threshold(p))
                 << what << " bit " << r << "," << c;
-        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key, row_ids, d3.view(),
-                                            s2.data(), s2.data() + f, &bits);
+        be.batch_norm_relu_dropout_backward(h1.view(), stats[2].data(), stats[3].data(), p, key,
+                                            row_ids, d3.view(), s2.data(), s2.data() + f, &bits);
         EXPECT_EQ(d3.storage(), d1.storage()) << what;
         EXPECT_EQ(s1, s2) << what;
         const std::int64_t r0 = n / 2, c0 = f - 1;
         cache[std::size_t(r0 * words + c0 / 64)] ^= std::uint64_t(1) << (c0 % 64);
         Matrix h4 = X;
-        be.batch_norm_relu_dropout(h4.view(), stats[0].data(), stats[1].data(), stats[2].data(), stats[3].data(), nullptr,
-                                   y4.view(), p, key, row_ids, &bits);
+        be.batch_norm_relu_dropout(h4.view(), stats[0].data(), stats[1].data(), stats[2].data(),
+                                   stats[3].data(), nullptr, y4.view(), p, key, row_ids, &bits);
         for (std::int64_t i = 0; i < y4.size(); ++i) {
           if (i != r0 * f + c0) {
             ASSERT_EQ(y4.data()[i], y1.data()[i]) << what << " at " << i;
@@ -415,7 +431,8 @@ TEST(CpuBackend, PackBf16RoundsToNearestEvenAndUnpackIsExact) {
   std::vector<float> x;
   x.reserve(10007 + 7);
   for (int i = 0; i < 10007; ++i) x.push_back(std::ldexp(d(g), int(i % 61) - 30));
-  for (float t : {0.f, -0.f, 1.f + 1.f / 256, 1.f + 3.f / 256, -(1.f + 1.f / 256), 1e-40f, 3e38f}) x.push_back(t);
+  for (float t : {0.f, -0.f, 1.f + 1.f / 256, 1.f + 3.f / 256, -(1.f + 1.f / 256), 1e-40f, 3e38f})
+    x.push_back(t);
   const auto n = std::int64_t(x.size());
   std::vector<std::uint16_t> h(x.size() + 1, 0xabcd);  // one sentinel past the end
   be.pack_bf16(x.data(), n, h.data());
@@ -451,7 +468,8 @@ TEST(CpuBackend, DropoutMaskIsKeyedByGlobalRowAndColumn) {
     for (int i = 0; i < 40; ++i) ids[std::size_t(i)] = 1000 + 3 * i;
     be.dropout(Y.view(), 0.5f, key, ids.data());
     const Matrix M = ref::dropout_mask(40, f, 0.5f, key, ids.data());
-    for (std::int64_t i = 0; i < Y.size(); ++i) ASSERT_EQ(Y.data()[i], M.data()[i] * 2.f) << "f=" << f;
+    for (std::int64_t i = 0; i < Y.size(); ++i)
+      ASSERT_EQ(Y.data()[i], M.data()[i] * 2.f) << "f=" << f;
     // The same global row on another "rank" (different local position) gets the same mask.
     Matrix one(1, f, 1.f);
     const NodeId id = ids[17];
@@ -488,13 +506,16 @@ TEST(CpuBackend, BatchNormMatchesReference) {
   Backend& be = cpu_backend();
   const Matrix X = random_matrix(300, 9, 12);
   std::vector<float> gamma(9), beta(9);
-  for (int c = 0; c < 9; ++c) gamma[std::size_t(c)] = 1 + 0.1f * float(c), beta[std::size_t(c)] = -0.2f * float(c);
+  for (int c = 0; c < 9; ++c)
+    gamma[std::size_t(c)] = 1 + 0.1f * float(c), beta[std::size_t(c)] = -0.2f * float(c);
   std::vector<double> s(9), sq(9);
   be.column_moments(X.view(), s.data(), sq.data());
   std::vector<float> mean(9), inv(9);
   for (int c = 0; c < 9; ++c) {
     mean[std::size_t(c)] = float(s[std::size_t(c)] / 300);
-    inv[std::size_t(c)] = float(1 / std::sqrt(sq[std::size_t(c)] / 300 - double(mean[std::size_t(c)]) * mean[std::size_t(c)] + 1e-5));
+    inv[std::size_t(c)] =
+        float(1 / std::sqrt(sq[std::size_t(c)] / 300 -
+                            double(mean[std::size_t(c)]) * mean[std::size_t(c)] + 1e-5));
   }
   Matrix Y(300, 9), xhat(300, 9), xhat_ref;
   const MatrixView xv = xhat.view();
@@ -505,7 +526,8 @@ TEST(CpuBackend, BatchNormMatchesReference) {
   // bit, and ReLU's mask taken from x-hat must be the mask on Y.
   const std::vector<float> zeros(9, 0.f), ones(9, 1.f);
   Matrix rebuilt(300, 9);
-  be.batch_norm_apply(xhat.view(), zeros.data(), ones.data(), gamma.data(), beta.data(), nullptr, rebuilt.view());
+  be.batch_norm_apply(xhat.view(), zeros.data(), ones.data(), gamma.data(), beta.data(), nullptr,
+                      rebuilt.view());
   ASSERT_EQ(rebuilt.storage(), Y.storage());
   Matrix R = Y, dR(300, 9, 1.f), dM(300, 9, 1.f);
   be.relu(R.view());
@@ -536,7 +558,8 @@ TEST(Matrix, AMovedFromMatrixIsEmptyAndReusable) {
   Matrix b(std::move(a));
   EXPECT_EQ(b.rows(), 3);
   EXPECT_EQ(b.at(2, 3), 2.f);
-  EXPECT_EQ(a.rows(), 0);  // NOLINT(bugprone-use-after-move): the state after a move is the contract
+  EXPECT_EQ(a.rows(),
+            0);  // NOLINT(bugprone-use-after-move): the state after a move is the contract
   EXPECT_EQ(a.size(), 0);
   a.resize(2, 2);  // reuse allocates again
   a.fill(5.f);
@@ -587,7 +610,8 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
     return s;
   };
   // Batch norm (training statistics) as a function of X.
-  const std::vector<float> gamma = {1.f, 0.5f, 2.f, -1.f, 0.3f}, beta = {0.1f, 0.f, -0.2f, 0.3f, 0.f};
+  const std::vector<float> gamma = {1.f, 0.5f, 2.f, -1.f, 0.3f},
+                           beta = {0.1f, 0.f, -0.2f, 0.3f, 0.f};
   auto bn = [&](const Matrix& X, Matrix* xhat, std::vector<float>* inv) {
     std::vector<double> s(5), sq(5);
     be.column_moments(X.view(), s.data(), sq.data());
@@ -595,12 +619,15 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
     inv->resize(5);
     for (int c = 0; c < 5; ++c) {
       mean[std::size_t(c)] = float(s[std::size_t(c)] / 9);
-      (*inv)[std::size_t(c)] = float(1 / std::sqrt(sq[std::size_t(c)] / 9 - double(mean[std::size_t(c)]) * mean[std::size_t(c)] + 1e-5));
+      (*inv)[std::size_t(c)] =
+          float(1 / std::sqrt(sq[std::size_t(c)] / 9 -
+                              double(mean[std::size_t(c)]) * mean[std::size_t(c)] + 1e-5));
     }
     Matrix Y(9, 5);
     *xhat = Matrix(9, 5);
     const MatrixView xv = xhat->view();
-    be.batch_norm_apply(X.view(), mean.data(), inv->data(), gamma.data(), beta.data(), &xv, Y.view());
+    be.batch_norm_apply(X.view(), mean.data(), inv->data(), gamma.data(), beta.data(), &xv,
+                        Y.view());
     return Y;
   };
   Matrix xhat;
@@ -609,9 +636,12 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
   std::vector<double> s(5), sx(5);
   be.batch_norm_grad_sums(R.view(), xhat.view(), s.data(), sx.data());
   std::vector<float> mdy(5), mdyx(5);
-  for (int c = 0; c < 5; ++c) mdy[std::size_t(c)] = float(s[std::size_t(c)] / 9), mdyx[std::size_t(c)] = float(sx[std::size_t(c)] / 9);
+  for (int c = 0; c < 5; ++c)
+    mdy[std::size_t(c)] = float(s[std::size_t(c)] / 9),
+    mdyx[std::size_t(c)] = float(sx[std::size_t(c)] / 9);
   Matrix dX(9, 5);
-  be.batch_norm_backward(R.view(), xhat.view(), gamma.data(), inv.data(), mdy.data(), mdyx.data(), dX.view());
+  be.batch_norm_backward(R.view(), xhat.view(), gamma.data(), inv.data(), mdy.data(), mdyx.data(),
+                         dX.view());
   for (std::int64_t i = 0; i < X0.size(); ++i) {
     Matrix up = X0, down = X0;
     up.data()[i] += 1e-2f;
@@ -619,7 +649,8 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
     Matrix h;
     std::vector<float> v;
     const double numeric = (functional(bn(up, &h, &v)) - functional(bn(down, &h, &v))) / 2e-2;
-    ASSERT_NEAR(dX.data()[i], numeric, 2e-3 + 2e-2 * std::abs(numeric)) << "batch norm, element " << i;
+    ASSERT_NEAR(dX.data()[i], numeric, 2e-3 + 2e-2 * std::abs(numeric))
+        << "batch norm, element " << i;
   }
   // Softmax cross-entropy and BCE as functions of the logits.
   std::vector<std::int32_t> y(9 * 5);
@@ -630,8 +661,10 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
   for (int which = 0; which < 2; ++which) {
     auto loss = [&](const Matrix& Z, Matrix* d) {
       *d = Matrix(9, 5);
-      return which == 0 ? be.softmax_xent(Z.view(), cls.data(), rows.data(), 5, 5.0, d->view(), nullptr) / 5.0
-                        : be.bce_logits(Z.view(), y.data(), rows.data(), 5, 5.0, d->view(), nullptr) / 5.0;
+      return which == 0
+                 ? be.softmax_xent(Z.view(), cls.data(), rows.data(), 5, 5.0, d->view(), nullptr) /
+                       5.0
+                 : be.bce_logits(Z.view(), y.data(), rows.data(), 5, 5.0, d->view(), nullptr) / 5.0;
     };
     Matrix d, unused;
     loss(X0, &d);
@@ -640,7 +673,8 @@ TEST(CpuBackend, OpGradientsMatchFiniteDifferences) {
       up.data()[i] += 1e-2f;
       down.data()[i] -= 1e-2f;
       const double numeric = (loss(up, &unused) - loss(down, &unused)) / 2e-2;
-      ASSERT_NEAR(d.data()[i], numeric, 1e-4 + 1e-2 * std::abs(numeric)) << (which ? "bce" : "xent") << " " << i;
+      ASSERT_NEAR(d.data()[i], numeric, 1e-4 + 1e-2 * std::abs(numeric))
+          << (which ? "bce" : "xent") << " " << i;
     }
   }
 }

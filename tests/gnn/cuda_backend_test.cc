@@ -66,8 +66,8 @@ Matrix upload(const Matrix& h) {
   return d;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol,
-                  const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double atol,
+                  double rtol, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(double(got[i]) - double(ref[i])) <= atol + rtol * std::abs(double(ref[i])))) {
@@ -76,8 +76,8 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref, 
     }
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double atol, double rtol,
-                  const std::string& what) {
+void expect_close(const std::vector<double>& got, const std::vector<double>& ref, double atol,
+                  double rtol, const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!(std::abs(got[i] - ref[i]) <= atol + rtol * std::abs(ref[i]))) {
@@ -87,7 +87,8 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& ref
 }
 
 // Bitwise equality (memcmp, so -0 vs 0 and NaN payloads count too).
-void expect_bitwise(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
+void expect_bitwise(const std::vector<float>& got, const std::vector<float>& ref,
+                    const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
   for (std::size_t i = 0; i < got.size(); ++i)
     // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise on purpose (see above)
@@ -174,7 +175,9 @@ TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
 // Sets HALO_CUDA_SPMM for one scope; unset again however the scope ends, so a failing test
 // cannot leave the next ones on another kernel.
 struct SpmmKernelChoice {
-  explicit SpmmKernelChoice(const std::string& kernel) { ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1); }
+  explicit SpmmKernelChoice(const std::string& kernel) {
+    ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1);
+  }
   ~SpmmKernelChoice() { ::unsetenv("HALO_CUDA_SPMM"); }
   SpmmKernelChoice(const SpmmKernelChoice&) = delete;
   SpmmKernelChoice& operator=(const SpmmKernelChoice&) = delete;
@@ -221,7 +224,8 @@ TEST_F(CudaBackendTest, SpmmPlansDoNotOutliveTheirOperator) {
     Matrix Y(200, 33), dY(200, 33, NAN, Device::kCuda);
     cpu.spmm(A->view(), X.view(), Y.view());
     gpu.spmm(dA.view(), dX.view(), dY.view());
-    expect_close(dY.to_host(), Y.storage(), 1e-4, 1e-4, A == &A1 ? "first operator" : "second operator");
+    expect_close(dY.to_host(), Y.storage(), 1e-4, 1e-4,
+                 A == &A1 ? "first operator" : "second operator");
   }
 }
 
@@ -233,8 +237,10 @@ TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
     const Matrix X = host_matrix(A.cols, f, 99);
     const Matrix dX = upload(X);
     for (auto [r0, r1] : {std::pair<std::int64_t, std::int64_t>{101, 250}, {0, 37}, {263, 300}}) {
-      const std::string what = "spmm slice [" + std::to_string(r0) + "," + std::to_string(r1) + ") f=" + std::to_string(f);
-      const SparseView hs{r1 - r0, A.cols, A.offsets.data() + r0, A.indices.data(), A.values.data()};
+      const std::string what = "spmm slice [" + std::to_string(r0) + "," + std::to_string(r1) +
+                               ") f=" + std::to_string(f);
+      const SparseView hs{r1 - r0, A.cols, A.offsets.data() + r0, A.indices.data(),
+                          A.values.data()};
       const SparseView dv = dA.view();
       const SparseView ds{r1 - r0, A.cols, dv.offsets + r0, dv.indices, dv.values, dv.storage_id};
       Matrix Y(r1 - r0, f);
@@ -246,7 +252,8 @@ TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
       const std::vector<float> big = dBig.to_host();
       const std::vector<float> got(big.begin() + 3 * f, big.begin() + (3 + r1 - r0) * f);
       expect_close(got, Y.storage(), 1e-4, 1e-4, what);
-      for (std::int64_t i = 0; i < 3 * f; ++i) ASSERT_TRUE(std::isnan(big[std::size_t(i)])) << what << " row before";
+      for (std::int64_t i = 0; i < 3 * f; ++i)
+        ASSERT_TRUE(std::isnan(big[std::size_t(i)])) << what << " row before";
       for (std::int64_t i = (3 + r1 - r0) * f; i < std::int64_t(big.size()); ++i)
         ASSERT_TRUE(std::isnan(big[std::size_t(i)])) << what << " row after";
     }
@@ -315,8 +322,9 @@ TEST_F(CudaBackendTest, GemmMatchesCpuForEveryTranspose) {
     for (std::int64_t k : {std::int64_t(1), std::int64_t(7), std::int64_t(33)})
       for (int t = 0; t < 4; ++t) {
         const bool ta = t & 1, tb = t & 2;
-        const std::string what = "gemm m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
-                                 std::to_string(k) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+        const std::string what = "gemm m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                                 " k=" + std::to_string(k) + " ta=" + std::to_string(ta) +
+                                 " tb=" + std::to_string(tb);
         const Matrix A = ta ? host_matrix(k, m, 1) : host_matrix(m, k, 1);
         const Matrix B = tb ? host_matrix(n, k, 2) : host_matrix(k, n, 2);
         Matrix C = host_matrix(m, n, 3);
@@ -384,12 +392,12 @@ TEST_F(CudaBackendTest, DropoutMasksAreBitwiseTheCpus) {
   std::vector<NodeId> ids(static_cast<std::size_t>(rows));
   for (std::int64_t r = 0; r < rows; ++r) ids[std::size_t(r)] = NodeId(2147483647 - 7919 * r);
   const DeviceArray<NodeId> dids(ids);
-  for (std::int64_t f : {std::int64_t(1), std::int64_t(7), std::int64_t(33), std::int64_t(64), std::int64_t(65),
-                         std::int64_t(257)})
+  for (std::int64_t f : {std::int64_t(1), std::int64_t(7), std::int64_t(33), std::int64_t(64),
+                         std::int64_t(65), std::int64_t(257)})
     for (float p : {0.1f, 0.5f, 0.9f})
       for (bool with_ids : {false, true}) {
         const std::string what = "dropout f=" + std::to_string(f) + " p=" + std::to_string(p) +
-                                  (with_ids ? " ids" : " rows");
+                                 (with_ids ? " ids" : " rows");
         const PhiloxKey key = philox_key(42, kStreamDropout + std::uint64_t(f));
         Matrix Y = host_matrix(rows, f, 13);
         Matrix dY = upload(Y);
@@ -402,8 +410,9 @@ TEST_F(CudaBackendTest, DropoutMasksAreBitwiseTheCpus) {
 TEST_F(CudaBackendTest, ColumnReductionsMatchCpuAndAreDeterministic) {
   Backend& gpu = cuda_backend();
   // The last shape is tall enough for blocks of more than 256 rows (at most 2048 blocks).
-  const std::pair<std::int64_t, std::int64_t> shapes[] = {{0, 7}, {1, 1}, {1, 257}, {255, 7}, {1000, 1},
-                                                          {1000, 7}, {1000, 33}, {1000, 257}, {600001, 3}};
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{0, 7},     {1, 1},      {1, 257},
+                                                          {255, 7},   {1000, 1},   {1000, 7},
+                                                          {1000, 33}, {1000, 257}, {600001, 3}};
   for (const auto& [rows, f] : shapes) {
     const std::string what = " rows=" + std::to_string(rows) + " f=" + std::to_string(f);
     const Matrix X = host_matrix(rows, f, 21);
@@ -442,7 +451,8 @@ TEST_F(CudaBackendTest, BatchNormApplyAndBackwardMatchCpu) {
     const std::string w = " f=" + std::to_string(f);
     const std::int64_t rows = 41;
     // Host statistics, device parameters (the backend's memory-space convention).
-    const std::vector<float> mean = randn(f, 31), gamma = randn(f, 33, 1.f, 0.2f), beta = randn(f, 34);
+    const std::vector<float> mean = randn(f, 31), gamma = randn(f, 33, 1.f, 0.2f),
+                             beta = randn(f, 34);
     std::vector<float> inv_std = randn(f, 32, 1.f, 0.1f);
     for (auto& v : inv_std) v = std::abs(v) + 0.1f;
     const DeviceArray<float> dgamma(gamma), dbeta(beta);
@@ -451,8 +461,10 @@ TEST_F(CudaBackendTest, BatchNormApplyAndBackwardMatchCpu) {
     Matrix Y = host_matrix(rows, f, 35), xhat(rows, f);
     Matrix dY = upload(Y), dxhat(rows, f, 0.f, Device::kCuda);
     const MatrixView hx = xhat.view(), dhx = dxhat.view();
-    cpu.batch_norm_apply(Y.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), &hx, Y.view());
-    gpu.batch_norm_apply(dY.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), &dhx, dY.view());
+    cpu.batch_norm_apply(Y.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), &hx,
+                         Y.view());
+    gpu.batch_norm_apply(dY.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), &dhx,
+                         dY.view());
     expect_close(dY.to_host(), Y.storage(), 1e-5, 1e-5, "batch_norm_apply y" + w);
     expect_close(dxhat.to_host(), xhat.storage(), 1e-5, 1e-5, "batch_norm_apply xhat" + w);
 
@@ -468,16 +480,19 @@ TEST_F(CudaBackendTest, BatchNormApplyAndBackwardMatchCpu) {
     const Matrix X = host_matrix(rows, f, 36);
     const Matrix dX = upload(X);
     Matrix Z(rows, f), dZ(rows, f, 0.f, Device::kCuda);
-    cpu.batch_norm_apply(X.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), nullptr, Z.view());
-    gpu.batch_norm_apply(dX.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), nullptr, dZ.view());
+    cpu.batch_norm_apply(X.view(), mean.data(), inv_std.data(), gamma.data(), beta.data(), nullptr,
+                         Z.view());
+    gpu.batch_norm_apply(dX.view(), mean.data(), inv_std.data(), dgamma.get(), dbeta.get(), nullptr,
+                         dZ.view());
     expect_close(dZ.to_host(), Z.storage(), 1e-5, 1e-5, "batch_norm_apply inference" + w);
 
     // Backward with dX aliasing dY.
-    const std::vector<float> mean_dy = randn(f, 37, 0.f, 0.1f), mean_dy_xhat = randn(f, 38, 0.f, 0.1f);
+    const std::vector<float> mean_dy = randn(f, 37, 0.f, 0.1f),
+                             mean_dy_xhat = randn(f, 38, 0.f, 0.1f);
     Matrix G = host_matrix(rows, f, 39);
     Matrix dG = upload(G);
-    cpu.batch_norm_backward(G.view(), xhat.view(), gamma.data(), inv_std.data(), mean_dy.data(), mean_dy_xhat.data(),
-                            G.view());
+    cpu.batch_norm_backward(G.view(), xhat.view(), gamma.data(), inv_std.data(), mean_dy.data(),
+                            mean_dy_xhat.data(), G.view());
     gpu.batch_norm_backward(dG.view(), dxhat.view(), dgamma.get(), inv_std.data(), mean_dy.data(),
                             mean_dy_xhat.data(), dG.view());
     expect_close(dG.to_host(), G.storage(), 1e-5, 1e-5, "batch_norm_backward" + w);
@@ -494,7 +509,8 @@ TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
     std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = i % 5 == 3 ? -1 : cls(g);
     std::vector<NodeId> rows;
-    for (NodeId r = 0; r < NodeId(n); r += 2) rows.push_back(NodeId(n) - 1 - r);  // every other row, reversed
+    for (NodeId r = 0; r < NodeId(n); r += 2)
+      rows.push_back(NodeId(n) - 1 - r);  // every other row, reversed
     const DeviceArray<std::int32_t> dlabels(labels);
     const DeviceArray<NodeId> drows(rows);
     const Matrix Z = host_matrix(n, k, 41);
@@ -502,15 +518,15 @@ TEST_F(CudaBackendTest, SoftmaxCrossEntropyMatchesCpu) {
     Matrix D(n, k, 5.f), dD(n, k, 5.f, Device::kCuda);  // rows not listed must be zeroed
     std::int64_t counted = -1, gcounted = -2;
     const double denom = 17.0;
-    const double loss = cpu.softmax_xent(Z.view(), labels.data(), rows.data(), std::int64_t(rows.size()), denom,
-                                         D.view(), &counted);
-    const double gloss = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
-                                          dD.view(), &gcounted);
+    const double loss = cpu.softmax_xent(Z.view(), labels.data(), rows.data(),
+                                         std::int64_t(rows.size()), denom, D.view(), &counted);
+    const double gloss = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(),
+                                          std::int64_t(rows.size()), denom, dD.view(), &gcounted);
     EXPECT_EQ(gcounted, counted) << w;
     EXPECT_NEAR(gloss, loss, 1e-9 + 1e-9 * std::abs(loss)) << w;
     expect_close(dD.to_host(), D.storage(), 1e-7, 1e-5, "softmax_xent dlogits" + w);
-    const double again = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
-                                          dD.view(), nullptr);
+    const double again = gpu.softmax_xent(dZ.view(), dlabels.get(), drows.get(),
+                                          std::int64_t(rows.size()), denom, dD.view(), nullptr);
     EXPECT_EQ(again, gloss) << "softmax_xent not deterministic" << w;
   }
 }
@@ -534,15 +550,15 @@ TEST_F(CudaBackendTest, BinaryCrossEntropyMatchesCpu) {
     Matrix D(n, t, 5.f), dD(n, t, 5.f, Device::kCuda);
     std::int64_t counted = -1, gcounted = -2;
     const double denom = 3.0;
-    const double loss = cpu.bce_logits(Z.view(), labels.data(), rows.data(), std::int64_t(rows.size()), denom,
-                                       D.view(), &counted);
-    const double gloss = gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom,
-                                        dD.view(), &gcounted);
+    const double loss = cpu.bce_logits(Z.view(), labels.data(), rows.data(),
+                                       std::int64_t(rows.size()), denom, D.view(), &counted);
+    const double gloss = gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(),
+                                        std::int64_t(rows.size()), denom, dD.view(), &gcounted);
     EXPECT_EQ(gcounted, counted) << w;
     EXPECT_NEAR(gloss, loss, 1e-9 + 1e-9 * std::abs(loss)) << w;
     expect_close(dD.to_host(), D.storage(), 1e-7, 1e-5, "bce_logits dlogits" + w);
-    const double again =
-        gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(), std::int64_t(rows.size()), denom, dD.view(), nullptr);
+    const double again = gpu.bce_logits(dZ.view(), dlabels.get(), drows.get(),
+                                        std::int64_t(rows.size()), denom, dD.view(), nullptr);
     EXPECT_EQ(again, gloss) << "bce_logits not deterministic" << w;
   }
 }
@@ -606,8 +622,8 @@ TEST_F(CudaBackendTest, Bf16PackAndUnpackAreBitwiseTheCpus) {
   Backend& gpu = cuda_backend();
   std::vector<float> x = randn(100003, 81);
   for (std::size_t i = 0; i < x.size(); i += 7) x[i] = std::ldexp(x[i], int(i % 80) - 40);
-  for (float t : {0.f, -0.f, 1.f + 1.f / 256, -(1.f + 3.f / 256), 1e-40f, 3.4028235e38f, INFINITY, -INFINITY,
-                  std::nanf("")})
+  for (float t : {0.f, -0.f, 1.f + 1.f / 256, -(1.f + 3.f / 256), 1e-40f, 3.4028235e38f, INFINITY,
+                  -INFINITY, std::nanf("")})
     x.push_back(t);
   const auto n = std::int64_t(x.size());
   std::vector<std::uint16_t> h(x.size());

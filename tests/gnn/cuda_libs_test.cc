@@ -20,12 +20,15 @@ bool mapped(const std::string& lib) {
 }
 
 TEST(CudaLibs, LoadedOnFirstUseNotAtStart) {
-  EXPECT_FALSE(mapped("libcublas")) << "libcublas is linked: every process pays for it before main()";
-  EXPECT_FALSE(mapped("libcusparse")) << "libcusparse is linked: every process pays for it before main()";
+  EXPECT_FALSE(mapped("libcublas"))
+      << "libcublas is linked: every process pays for it before main()";
+  EXPECT_FALSE(mapped("libcusparse"))
+      << "libcusparse is linked: every process pays for it before main()";
   EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_SUCCESS), "CUBLAS_STATUS_SUCCESS");
   EXPECT_TRUE(mapped("libcublas.so"));
   EXPECT_FALSE(mapped("libcusparse"));
-  EXPECT_STREQ(cusparseGetErrorName(CUSPARSE_STATUS_INVALID_VALUE), "CUSPARSE_STATUS_INVALID_VALUE");
+  EXPECT_STREQ(cusparseGetErrorName(CUSPARSE_STATUS_INVALID_VALUE),
+               "CUSPARSE_STATUS_INVALID_VALUE");
   EXPECT_TRUE(mapped("libcusparse.so"));
 }
 

@@ -1,9 +1,10 @@
 // The CUDA toolchain end to end: discovery, and a kernel round trip when a GPU is visible.
 // Without one (CI, developer machines) the GPU test skips with the reason.
 #include "halo/gnn/device.h"
-#include "halo/graph/error.h"
 
 #include <gtest/gtest.h>
+
+#include "halo/graph/error.h"
 
 namespace halo {
 namespace {

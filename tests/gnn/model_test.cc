@@ -29,7 +29,8 @@ struct Tiny {
     }
     graph = build_csr(std::move(el));
     degree.resize(std::size_t(n));
-    for (std::int64_t v = 0; v < n; ++v) degree[std::size_t(v)] = std::int32_t(graph.view().degree(NodeId(v)));
+    for (std::int64_t v = 0; v < n; ++v)
+      degree[std::size_t(v)] = std::int32_t(graph.view().degree(NodeId(v)));
     gcn = gcn_operator(graph.view(), n, degree.data());
     mean = mean_operator(graph.view(), n);
     ctx.owned = ctx.all = ctx.global_nodes = n;
@@ -42,7 +43,8 @@ Matrix from_json(const nlohmann::json& j) {
   if (j[0].is_array()) {
     Matrix m(std::int64_t(j.size()), std::int64_t(j[0].size()));
     for (std::size_t r = 0; r < j.size(); ++r)
-      for (std::size_t c = 0; c < j[r].size(); ++c) m.at(std::int64_t(r), std::int64_t(c)) = j[r][c].get<float>();
+      for (std::size_t c = 0; c < j[r].size(); ++c)
+        m.at(std::int64_t(r), std::int64_t(c)) = j[r][c].get<float>();
     return m;
   }
   Matrix m(1, std::int64_t(j.size()));
@@ -50,7 +52,8 @@ Matrix from_json(const nlohmann::json& j) {
   return m;
 }
 
-void expect_matrix_near(const Matrix& got, const Matrix& want, double tol, const std::string& what) {
+void expect_matrix_near(const Matrix& got, const Matrix& want, double tol,
+                        const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (std::int64_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got.data()[i], want.data()[i], tol) << what << " [" << i << "]";
@@ -85,10 +88,12 @@ TEST(Model, GoldenTwoLayerGcnMatchesNumPy) {
     const MatrixView z = model.forward(be, t.ctx, x.view(), true, 0, 1);
     Matrix logits(z.rows, z.cols);
     be.copy(z, logits.view());
-    expect_matrix_near(logits, from_json(c["logits"]), 1e-5, c["name"].get<std::string>() + " logits");
+    expect_matrix_near(logits, from_json(c["logits"]), 1e-5,
+                       c["name"].get<std::string>() + " logits");
     Matrix d(z.rows, z.cols);
     std::int64_t counted = 0;
-    const double sum = be.softmax_xent(z, labels.data(), train.data(), std::int64_t(train.size()), 4.0, d.view(), &counted);
+    const double sum = be.softmax_xent(z, labels.data(), train.data(), std::int64_t(train.size()),
+                                       4.0, d.view(), &counted);
     EXPECT_EQ(counted, 4);
     EXPECT_NEAR(sum / 4.0, c["loss"].get<double>(), 1e-5);
     model.backward(be, t.ctx, d.view());
@@ -100,9 +105,21 @@ TEST(Model, GoldenTwoLayerGcnMatchesNumPy) {
 }
 
 // Central differences of the mean cross-entropy against the analytic gradients, entry by entry.
-void check_gradients(const std::string& kind, bool batch_norm, float dropout, std::int64_t in, std::int64_t hidden) {
+void check_gradients(const std::string& kind, bool batch_norm, float dropout, std::int64_t in,
+                     std::int64_t hidden) {
   Tiny t;
-  t.build(12, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 0}, {6, 7}, {7, 8}, {8, 6}, {2, 9}, {9, 10}, {1, 10}});
+  t.build(12, {{0, 1},
+               {1, 2},
+               {2, 3},
+               {3, 4},
+               {4, 5},
+               {5, 0},
+               {6, 7},
+               {7, 8},
+               {8, 6},
+               {2, 9},
+               {9, 10},
+               {1, 10}});
   ModelConfig cfg;
   cfg.kind = parse_model_kind(kind);
   cfg.layers = 3;
@@ -135,18 +152,20 @@ void check_gradients(const std::string& kind, bool batch_norm, float dropout, st
   model.backward(be, t.ctx, d.view());
   for (Param* p : model.params()) {
     const Matrix analytic = p->grad;
-    for (std::int64_t i = 0; i < p->value.size(); i += std::max<std::int64_t>(1, p->value.size() / 17)) {
+    for (std::int64_t i = 0; i < p->value.size();
+         i += std::max<std::int64_t>(1, p->value.size() / 17)) {
       // A step small enough that ReLU kinks are rarely crossed.
       const double numeric = test::central_difference(p->value.data()[i], 1e-3f, loss);
       EXPECT_NEAR(analytic.data()[i], numeric, 2e-3 + 3e-2 * std::abs(numeric))
-          << kind << (batch_norm ? "+bn" : "") << " dropout " << dropout << " " << p->name << "[" << i << "]";
+          << kind << (batch_norm ? "+bn" : "") << " dropout " << dropout << " " << p->name << "["
+          << i << "]";
     }
   }
 }
 
 TEST(Model, GradientsMatchFiniteDifferences) {
-  check_gradients("gcn", false, 0.f, 5, 8);   // widening then narrowing layers
-  check_gradients("gcn", false, 0.f, 9, 4);   // narrowing first layer (transform first)
+  check_gradients("gcn", false, 0.f, 5, 8);  // widening then narrowing layers
+  check_gradients("gcn", false, 0.f, 9, 4);  // narrowing first layer (transform first)
   check_gradients("gcn", true, 0.f, 5, 8);
   check_gradients("gcn", false, 0.3f, 6, 8);  // fixed masks: (seed, epoch) are the same each call
   check_gradients("sage", false, 0.f, 5, 8);
@@ -185,7 +204,8 @@ struct RandomTask {
   Matrix x;
   std::vector<std::int32_t> labels;
   std::vector<NodeId> rows;
-  RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes, std::uint32_t seed) : g{seed}, n(n_), in(in_) {
+  RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes, std::uint32_t seed)
+      : g{seed}, n(n_), in(in_) {
     std::vector<std::pair<int, int>> edges;
     edges.reserve(std::size_t(m));
     std::uniform_int_distribution<int> node(0, int(n) - 1);
@@ -234,11 +254,13 @@ TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
         model.forward(be, t.ctx, x.view(), false, 7, epoch);
       }
       const std::int64_t floats = (layers - 1) * n * hidden  // saved slabs
-                                  + n * hidden                // the gradient slab
-                                  + n * in                    // A X of the widening first layer
-                                  + 2 * n * out;              // the last layer's staging and logits
-      const std::int64_t mask_bits = bn ? (layers - 1) * n * 64 : 0;  // batch-norm layers' dropout masks
-      EXPECT_EQ(model.activation_bytes(), floats * 4 + mask_bits / 8) << layers << " layers" << (bn ? " + bn" : "");
+                                  + n * hidden               // the gradient slab
+                                  + n * in                   // A X of the widening first layer
+                                  + 2 * n * out;             // the last layer's staging and logits
+      const std::int64_t mask_bits =
+          bn ? (layers - 1) * n * 64 : 0;  // batch-norm layers' dropout masks
+      EXPECT_EQ(model.activation_bytes(), floats * 4 + mask_bits / 8)
+          << layers << " layers" << (bn ? " + bn" : "");
     }
 }
 
@@ -279,7 +301,9 @@ TEST(Model, StaticInputAggregatesTheFeaturesOnce) {
       model.backward(be, ctx, d.view());
       const Matrix& gw = model.params()[0]->grad;
       seen.insert(seen.end(), gw.data(), gw.data() + gw.size());
-      for (Param* p : model.params()) cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), AdamStep{});
+      for (Param* p : model.params())
+        cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(),
+                           p->value.size(), AdamStep{});
       spmm_calls->push_back(be.totals().at("spmm").calls - before);
     }
     return seen;

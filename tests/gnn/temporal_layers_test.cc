@@ -1,7 +1,5 @@
 // TGN's layers against PyTorch (golden values from tests/data/golden/make_tgn_golden.py, float64
 // there) and against finite differences.
-#include "halo/gnn/temporal/layers.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <random>
 
 #include "../test_util.h"
+#include "halo/gnn/temporal/layers.h"
 
 namespace halo {
 namespace {
@@ -18,9 +17,12 @@ using nlohmann::json;
 
 void fill(Matrix& m, const json& j) {
   const bool mat = j[0].is_array();
-  m.resize(mat ? std::int64_t(j.size()) : 1, mat ? std::int64_t(j[0].size()) : std::int64_t(j.size()));
+  m.resize(mat ? std::int64_t(j.size()) : 1,
+           mat ? std::int64_t(j[0].size()) : std::int64_t(j.size()));
   for (std::int64_t r = 0; r < m.rows(); ++r)
-    for (std::int64_t c = 0; c < m.cols(); ++c) m.at(r, c) = mat ? j[std::size_t(r)][std::size_t(c)].get<float>() : j[std::size_t(c)].get<float>();
+    for (std::int64_t c = 0; c < m.cols(); ++c)
+      m.at(r, c) =
+          mat ? j[std::size_t(r)][std::size_t(c)].get<float>() : j[std::size_t(c)].get<float>();
 }
 
 void expect_near(const Matrix& got, const json& want, double tol, const char* what) {
@@ -28,7 +30,8 @@ void expect_near(const Matrix& got, const json& want, double tol, const char* wh
   fill(w, want);
   ASSERT_EQ(got.size(), w.size()) << what;
   for (std::int64_t i = 0; i < w.size(); ++i)
-    EXPECT_NEAR(got.data()[i], w.data()[i], tol * (1 + std::abs(w.data()[i]))) << what << "[" << i << "]";
+    EXPECT_NEAR(got.data()[i], w.data()[i], tol * (1 + std::abs(w.data()[i])))
+        << what << "[" << i << "]";
 }
 
 json golden() {
@@ -83,7 +86,8 @@ TEST(GruCell, GradientsMatchFiniteDifferences) {
   };
   for (Param* p : cell.params()) {
     const Matrix grad = p->grad;
-    for (std::int64_t i = 0; i < p->value.size(); i += 3) check(p->value.data() + i, grad.data()[i], p->name);
+    for (std::int64_t i = 0; i < p->value.size(); i += 3)
+      check(p->value.data() + i, grad.data()[i], p->name);
   }
   const Matrix gx = dx, gh = dh;
   for (std::int64_t i = 0; i < x.size(); ++i) check(x.data() + i, gx.data()[i], "x");
@@ -113,11 +117,12 @@ TEST(TimeEncoder, MatchesPyTorchAndStartsAtTgnFrequencies) {
 // times frequencies up to 1: 0 to 10^9 and beyond), including quadrant edges and negatives.
 TEST(TimeEncoder, FastCosSinMatchesLibm) {
   std::mt19937_64 g{5};
-  std::vector<double> xs = {0.0, -0.0, 1e-12, M_PI / 4, M_PI / 2, M_PI, 3 * M_PI / 2, 2 * M_PI, -M_PI / 2, 1e9, -1e9,
-                            123456789.123, 1e12};
+  std::vector<double> xs = {0.0,      -0.0,      1e-12, M_PI / 4, M_PI / 2,      M_PI, 3 * M_PI / 2,
+                            2 * M_PI, -M_PI / 2, 1e9,   -1e9,     123456789.123, 1e12};
   for (int e = -6; e <= 10; ++e)
     for (int i = 0; i < 200; ++i)
-      xs.push_back(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(g), int(std::log2(std::pow(10.0, e)))));
+      xs.push_back(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(g),
+                              int(std::log2(std::pow(10.0, e)))));
   double worst = 0;
   for (double x : xs) {
     float c, s;
@@ -149,7 +154,8 @@ TEST(TimeEncoder, GradientsMatchFiniteDifferences) {
     for (std::int64_t i = 0; i < p->value.size(); ++i) {
       // w moves the argument by dt * h: keep h small.
       const double numeric = test::central_difference(p->value.data()[i], 1e-4f, loss);
-      EXPECT_NEAR(grad.data()[i], numeric, 1e-2 + 1e-2 * std::abs(numeric)) << p->name << "[" << i << "]";
+      EXPECT_NEAR(grad.data()[i], numeric, 1e-2 + 1e-2 * std::abs(numeric))
+          << p->name << "[" << i << "]";
     }
   }
 }
@@ -185,7 +191,8 @@ TEST(TemporalAttention, MatchesPyTorchMultiheadAttentionAndTgnMerger) {
 TEST(TemporalAttention, FactoredKeyValuesEqualTheWholeInput) {
   const std::int64_t B = 4, dh = 3, dq = 6, dn = 3, ds = 2, dout = 5, U = 3;
   const int k = 3;
-  TemporalAttention whole(dh, dq, dn + ds, dout, 2, 11, 0), factored(dh, dq, dn + ds, dout, 2, 11, 0);
+  TemporalAttention whole(dh, dq, dn + ds, dout, 2, 11, 0),
+      factored(dh, dq, dn + ds, dout, 2, 11, 0);
   std::mt19937 rng(12);
   std::normal_distribution<float> nd;
   Matrix q(B, dq), nodes(U, dn), slots(B * k, ds), h(B, dh), G(B, dout);
@@ -228,10 +235,12 @@ TEST(TemporalAttention, FactoredKeyValuesEqualTheWholeInput) {
       EXPECT_NEAR(dnodes.at(u, c), sum, 1e-5) << u << "," << c;
     }
   for (std::int64_t r = 0; r < B * k; ++r)
-    for (std::int64_t c = 0; c < ds; ++c) EXPECT_NEAR(dslots.at(r, c), valid[std::size_t(r)] ? dkv.at(r, dn + c) : 0.f, 1e-5);
+    for (std::int64_t c = 0; c < ds; ++c)
+      EXPECT_NEAR(dslots.at(r, c), valid[std::size_t(r)] ? dkv.at(r, dn + c) : 0.f, 1e-5);
   for (std::size_t i = 0; i < pw.size(); ++i)
     for (std::int64_t j = 0; j < pw[i]->grad.size(); ++j)
-      EXPECT_NEAR(pf[i]->grad.data()[j], pw[i]->grad.data()[j], 1e-5) << pw[i]->name << "[" << j << "]";
+      EXPECT_NEAR(pf[i]->grad.data()[j], pw[i]->grad.data()[j], 1e-5)
+          << pw[i]->name << "[" << j << "]";
 }
 
 TEST(TemporalAttention, GradientsMatchFiniteDifferences) {
@@ -263,7 +272,8 @@ TEST(TemporalAttention, GradientsMatchFiniteDifferences) {
   };
   for (Param* p : att.params()) {
     const Matrix grad = p->grad;
-    for (std::int64_t i = 0; i < p->value.size(); i += 2) check(p->value.data() + i, grad.data()[i], p->name);
+    for (std::int64_t i = 0; i < p->value.size(); i += 2)
+      check(p->value.data() + i, grad.data()[i], p->name);
   }
   const Matrix gq = dq_, gkv = dkv, gh = dh_;
   for (std::int64_t i = 0; i < q.size(); ++i) check(q.data() + i, gq.data()[i], "q");

@@ -1,12 +1,11 @@
 // The temporal graph pieces of TGN: temporal CSR, the recent-neighbour sampler against brute
 // force (in and out of time order, with ties), and the chronological split's inductive protocol.
-#include "halo/gnn/temporal/sampler.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
+#include "halo/gnn/temporal/sampler.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -39,23 +38,28 @@ Stream random_stream(std::int64_t nodes, std::int64_t events, std::uint32_t seed
 std::vector<EdgeId> brute(const Stream& s, NodeId v, double t, int k) {
   std::vector<EdgeId> out;
   for (std::int64_t e = std::int64_t(s.src.size()) - 1; e >= 0 && int(out.size()) < k; --e)
-    if (s.time[std::size_t(e)] < t && (s.src[std::size_t(e)] == v || s.dst[std::size_t(e)] == v)) out.push_back(e);
+    if (s.time[std::size_t(e)] < t && (s.src[std::size_t(e)] == v || s.dst[std::size_t(e)] == v))
+      out.push_back(e);
   return out;
 }
 
 TEST(TemporalCsr, EveryNodeListsItsEventsInTimeOrder) {
   const Stream s = random_stream(50, 2000, 1);
-  const TemporalCsr g = build_temporal_csr(s.nodes, s.src.data(), s.dst.data(), s.time.data(), 2000);
+  const TemporalCsr g =
+      build_temporal_csr(s.nodes, s.src.data(), s.dst.data(), s.time.data(), 2000);
   for (NodeId v = 0; v < s.nodes; ++v) {
     std::vector<EdgeId> want;
     for (std::int64_t e = 0; e < 2000; ++e)
-      if (s.src[std::size_t(e)] == v || s.dst[std::size_t(e)] == v) want.push_back(e);  // self-events once
-    const std::vector<EdgeId> got(g.event.begin() + g.offsets[std::size_t(v)], g.event.begin() + g.offsets[std::size_t(v) + 1]);
+      if (s.src[std::size_t(e)] == v || s.dst[std::size_t(e)] == v)
+        want.push_back(e);  // self-events once
+    const std::vector<EdgeId> got(g.event.begin() + g.offsets[std::size_t(v)],
+                                  g.event.begin() + g.offsets[std::size_t(v) + 1]);
     ASSERT_EQ(got, want) << "node " << v;
     for (EdgeId p = g.offsets[std::size_t(v)]; p < g.offsets[std::size_t(v) + 1]; ++p) {
       const EdgeId e = g.event[std::size_t(p)];
       EXPECT_EQ(g.time[std::size_t(p)], s.time[std::size_t(e)]);
-      const NodeId other = s.src[std::size_t(e)] == v ? s.dst[std::size_t(e)] : s.src[std::size_t(e)];
+      const NodeId other =
+          s.src[std::size_t(e)] == v ? s.dst[std::size_t(e)] : s.src[std::size_t(e)];
       EXPECT_EQ(g.neighbor[std::size_t(p)], other);
     }
   }
@@ -91,9 +95,11 @@ TEST(RecentSampler, MatchesBruteForceOverAStreamInTimeOrder) {
         for (std::size_t j = 0; j < want.size(); ++j) {
           const std::size_t at = i * std::size_t(k) + j;
           ASSERT_EQ(nb.event[at], want[j]);
-          EXPECT_LT(nb.time[at], qt[i]) << "a neighbour at or after the query time leaks the future";
+          EXPECT_LT(nb.time[at], qt[i])
+              << "a neighbour at or after the query time leaks the future";
         }
-        for (int j = int(want.size()); j < k; ++j) EXPECT_EQ(nb.node[i * std::size_t(k) + std::size_t(j)], -1);
+        for (int j = int(want.size()); j < k; ++j)
+          EXPECT_EQ(nb.node[i * std::size_t(k) + std::size_t(j)], -1);
       }
     }
   }
@@ -129,7 +135,7 @@ TEST(RecentSampler, BeforeABatchMatchesBruteForce) {
   RecentSampler sampler(g, 4);
   NeighborBatch nb;
   std::mt19937 rng(2);
-  for (int pass = 0; pass < 2; ++pass)          // in order, then again from the start (backwards)
+  for (int pass = 0; pass < 2; ++pass)  // in order, then again from the start (backwards)
     for (std::int64_t b0 = 0; b0 < E; b0 += 250) {
       std::vector<NodeId> q;
       std::vector<EdgeId> lim;
@@ -151,7 +157,8 @@ TEST(RecentSampler, BeforeABatchMatchesBruteForce) {
 TEST(ChronologicalSplit, HoldsOutNewNodesAsTgnDoes) {
   const std::int64_t E = 5000;
   const Stream s = random_stream(400, E, 4);
-  const TemporalSplit sp = chronological_split(s.nodes, s.src.data(), s.dst.data(), s.time.data(), E, 0);
+  const TemporalSplit sp =
+      chronological_split(s.nodes, s.src.data(), s.dst.data(), s.time.data(), E, 0);
   EXPECT_NEAR(double(sp.train_end) / E, 0.70, 0.01);
   EXPECT_NEAR(double(sp.valid_end) / E, 0.85, 0.01);
   for (std::int64_t e = 0; e < E; ++e) {
@@ -161,7 +168,8 @@ TEST(ChronologicalSplit, HoldsOutNewNodesAsTgnDoes) {
   std::int64_t held = 0, kept = 0, inductive = 0;
   std::vector<std::uint8_t> seen(400, 0);
   for (std::int64_t e = 0; e < sp.train_end; ++e) {
-    const bool touches = sp.new_node[std::size_t(s.src[std::size_t(e)])] || sp.new_node[std::size_t(s.dst[std::size_t(e)])];
+    const bool touches = sp.new_node[std::size_t(s.src[std::size_t(e)])] ||
+                         sp.new_node[std::size_t(s.dst[std::size_t(e)])];
     EXPECT_EQ(sp.train_keep[std::size_t(e)], touches ? 0 : 1);
     if (sp.train_keep[std::size_t(e)]) {
       ++kept;
@@ -175,7 +183,8 @@ TEST(ChronologicalSplit, HoldsOutNewNodesAsTgnDoes) {
     }
   }
   for (std::int64_t e = sp.train_end; e < E; ++e) {
-    const bool unseen = !seen[std::size_t(s.src[std::size_t(e)])] || !seen[std::size_t(s.dst[std::size_t(e)])];
+    const bool unseen =
+        !seen[std::size_t(s.src[std::size_t(e)])] || !seen[std::size_t(s.dst[std::size_t(e)])];
     EXPECT_EQ(sp.inductive[std::size_t(e)], unseen ? 1 : 0);
     inductive += unseen;
   }
@@ -183,7 +192,8 @@ TEST(ChronologicalSplit, HoldsOutNewNodesAsTgnDoes) {
   EXPECT_LT(kept, sp.train_end);
   EXPECT_GT(inductive, 0);
   // The same seed holds out the same nodes.
-  const TemporalSplit again = chronological_split(s.nodes, s.src.data(), s.dst.data(), s.time.data(), E, 0);
+  const TemporalSplit again =
+      chronological_split(s.nodes, s.src.data(), s.dst.data(), s.time.data(), E, 0);
   EXPECT_EQ(again.new_node, sp.new_node);
 }
 

@@ -10,7 +10,8 @@
 namespace halo {
 namespace {
 
-EdgeList make(std::int64_t n, const std::vector<std::pair<int, int>>& e, std::vector<float> w = {}) {
+EdgeList make(std::int64_t n, const std::vector<std::pair<int, int>>& e,
+              std::vector<float> w = {}) {
   EdgeList el;
   el.num_nodes = n;
   for (auto [u, v] : e) {
@@ -83,7 +84,8 @@ TEST(BuildCsr, MatchesSetReferenceOnRandomGraphs) {
     Csr g = build_csr(make(n, e));
     auto r = rows(g);
     for (int u = 0; u < n; ++u)
-      ASSERT_EQ(r[std::size_t(u)], std::vector<NodeId>(ref[std::size_t(u)].begin(), ref[std::size_t(u)].end()))
+      ASSERT_EQ(r[std::size_t(u)],
+                std::vector<NodeId>(ref[std::size_t(u)].begin(), ref[std::size_t(u)].end()))
           << "n=" << n << " u=" << u;
   }
 }

@@ -86,16 +86,16 @@ TEST(Dataset, ValidationFindsTheFirstEdgeWithoutItsReverse) {
   std::vector<float> other = weights;
   other[std::size_t(offsets[2] + 1)] = 9.f;
   test::expect_input_error([&] { validate_graph_dataset(with(indices, other), "w"); },
-                                          {"indices.bin", "(row 2): edge 2 -> 3 has a reverse of another weight"});
+                           {"indices.bin", "(row 2): edge 2 -> 3 has a reverse of another weight"});
   std::vector<float> zeros = weights;
-  zeros[std::size_t(offsets[2] + 1)] = 0.f;   // 2 -> 3
-  zeros[std::size_t(offsets[3])] = -0.f;      // 3 -> 2
+  zeros[std::size_t(offsets[2] + 1)] = 0.f;  // 2 -> 3
+  zeros[std::size_t(offsets[3])] = -0.f;     // 3 -> 2
   EXPECT_NO_THROW(validate_graph_dataset(with(indices, zeros), "z"));
   // 2 -> 3 becomes 2 -> 4: rows stay sorted, but 4 -> 2 and 3 -> 2's partner are missing.
   std::vector<NodeId> oneway = indices;
   oneway[std::size_t(offsets[2] + 1)] = 4;
   test::expect_input_error([&] { validate_graph_dataset(with(oneway, weights), "o"); },
-                                          {"(row 2): edge 2 -> 4 has no reverse", "undirected"});
+                           {"(row 2): edge 2 -> 4 has no reverse", "undirected"});
   // Directed datasets need no reverse.
   GraphDataset directed = with(oneway, weights);
   directed.directed = true;
@@ -116,7 +116,8 @@ TEST(Dataset, ChecksumMismatchIsReported) {
   std::string bytes = test::read_bytes(f);
   bytes[bytes.size() - 3] ^= 0x10;  // flip one bit of the payload
   test::write_text(f, bytes);
-  test::expect_input_error([&] { read_graph_dataset(t / "ds"); }, {"features.bin", "checksum mismatch"});
+  test::expect_input_error([&] { read_graph_dataset(t / "ds"); },
+                           {"features.bin", "checksum mismatch"});
   // Skipping verification maps it anyway (for trusted, huge datasets).
   EXPECT_NO_THROW(read_graph_dataset(t / "ds", {.verify_checksums = false}));
 }
@@ -127,12 +128,14 @@ TEST(Dataset, TruncatedArrayIsReported) {
   const fs::path f = t / "ds" / "indices.bin";
   const std::string bytes = test::read_bytes(f);
   test::write_text(f, bytes.substr(0, bytes.size() - 4));
-  test::expect_input_error([&] { read_graph_dataset(t / "ds"); }, {"indices.bin", "truncated", "expected"});
+  test::expect_input_error([&] { read_graph_dataset(t / "ds"); },
+                           {"indices.bin", "truncated", "expected"});
 }
 
 TEST(Dataset, NotADatasetIsReported) {
   TempDir t;
-  test::expect_input_error([&] { read_graph_dataset(t / "nothing"); }, {"nothing", "not a directory"});
+  test::expect_input_error([&] { read_graph_dataset(t / "nothing"); },
+                           {"nothing", "not a directory"});
   fs::create_directories(t / "empty");
   test::expect_input_error([&] { read_graph_dataset(t / "empty"); }, {"meta.json", "missing"});
   test::write_text(t / "bad" / "meta.json", "{\"format\": 3");

@@ -68,23 +68,27 @@ TEST(Metis, HeaderEdgeCountDisagreeingWithBodyIsAnError) {
 TEST(Metis, HeaderVertexCountDisagreeingWithBodyIsAnError) {
   TempDir t;
   test::write_text(t / "few.graph", "4 1\n2\n1\n");
-  test::expect_input_error([&] { read_metis(t / "few.graph"); }, {"few.graph", "4 vertices", "2 vertex lines"});
+  test::expect_input_error([&] { read_metis(t / "few.graph"); },
+                           {"few.graph", "4 vertices", "2 vertex lines"});
   test::write_text(t / "many.graph", "2 1\n2\n1\n1\n");
-  test::expect_input_error([&] { read_metis(t / "many.graph"); }, {"many.graph: line 4", "more vertex lines"});
+  test::expect_input_error([&] { read_metis(t / "many.graph"); },
+                           {"many.graph: line 4", "more vertex lines"});
 }
 
 TEST(Metis, AsymmetricAdjacencyIsAnError) {
   TempDir t;
   // Counts agree (4 entries = 2 * 2 edges), but 1 lists 3 while 3 lists only 2.
   test::write_text(t / "a.graph", "3 2\n2 3\n1\n2\n");
-  test::expect_input_error([&] { read_metis(t / "a.graph"); },
-                           {"a.graph: line 2", "asymmetric", "vertex 1 lists 3", "vertex 3 does not list 1"});
+  test::expect_input_error(
+      [&] { read_metis(t / "a.graph"); },
+      {"a.graph: line 2", "asymmetric", "vertex 1 lists 3", "vertex 3 does not list 1"});
 }
 
 TEST(Metis, AsymmetricEdgeWeightsAreAnError) {
   TempDir t;
   test::write_text(t / "w.graph", "2 1 1\n2 5\n1 6\n");
-  test::expect_input_error([&] { read_metis(t / "w.graph"); }, {"w.graph", "asymmetric", "same weight"});
+  test::expect_input_error([&] { read_metis(t / "w.graph"); },
+                           {"w.graph", "asymmetric", "same weight"});
 }
 
 TEST(Metis, SelfLoopsDuplicatesAndBadIdsAreErrors) {
@@ -120,20 +124,25 @@ TEST(EdgeList, OneBasedIdsAndWeights) {
   EXPECT_EQ(row(d, 1), (std::vector<NodeId>{0, 2}));
   ASSERT_EQ(d.graph.values.size(), 4u);
   EXPECT_EQ(d.graph.values[std::size_t(d.graph.offsets[1])], 0.5f);
-  test::expect_input_error([&] { read_edge_list(t / "w.txt", {.one_based = false, .num_nodes = 3}); },
-                           {"w.txt: line 2", "node id 3 out of range [0, 2]"});
+  test::expect_input_error(
+      [&] { read_edge_list(t / "w.txt", {.one_based = false, .num_nodes = 3}); },
+      {"w.txt: line 2", "node id 3 out of range [0, 2]"});
 }
 
 TEST(EdgeList, BadLinesNameTheLine) {
   TempDir t;
   test::write_text(t / "c.txt", "0 1\n1 2 3 4\n");
-  test::expect_input_error([&] { read_edge_list(t / "c.txt", {}); }, {"c.txt: line 2", "expected 2 columns, found 4"});
+  test::expect_input_error([&] { read_edge_list(t / "c.txt", {}); },
+                           {"c.txt: line 2", "expected 2 columns, found 4"});
   test::write_text(t / "neg.txt", "0 1\n-1 2\n");
-  test::expect_input_error([&] { read_edge_list(t / "neg.txt", {}); }, {"neg.txt: line 2", "node id -1 out of range"});
+  test::expect_input_error([&] { read_edge_list(t / "neg.txt", {}); },
+                           {"neg.txt: line 2", "node id -1 out of range"});
   test::write_text(t / "z.txt", "0 1\n0 b\n");
-  test::expect_input_error([&] { read_edge_list(t / "z.txt", {}); }, {"z.txt: line 2", "destination id", "'b'"});
+  test::expect_input_error([&] { read_edge_list(t / "z.txt", {}); },
+                           {"z.txt: line 2", "destination id", "'b'"});
   test::write_text(t / "one.txt", "5\n");
-  test::expect_input_error([&] { read_edge_list(t / "one.txt", {}); }, {"one.txt: line 1", "expected 2 columns"});
+  test::expect_input_error([&] { read_edge_list(t / "one.txt", {}); },
+                           {"one.txt: line 1", "expected 2 columns"});
 }
 
 TEST(Temporal, KonectUciMessages) {
@@ -150,10 +159,12 @@ TEST(Temporal, SnapIsSortedStablyByTime) {
   TempDir t;
   test::write_text(t / "s.txt", "# src dst t\n0 1 30\n1 2 10\n2 0 30\n3 1 20\n");
   const TemporalDataset d = read_snap(t / "s.txt");
-  EXPECT_EQ(std::vector<double>(d.time.begin(), d.time.end()), (std::vector<double>{10, 20, 30, 30}));
+  EXPECT_EQ(std::vector<double>(d.time.begin(), d.time.end()),
+            (std::vector<double>{10, 20, 30, 30}));
   EXPECT_EQ(std::vector<NodeId>(d.src.begin(), d.src.end()), (std::vector<NodeId>{1, 3, 0, 2}));
   test::write_text(t / "bad.txt", "0 1 30\n1 2\n");
-  test::expect_input_error([&] { read_snap(t / "bad.txt"); }, {"bad.txt: line 2", "timestamp", "end of line"});
+  test::expect_input_error([&] { read_snap(t / "bad.txt"); },
+                           {"bad.txt: line 2", "timestamp", "end of line"});
 }
 
 TEST(Temporal, JodieMapsItemsAfterUsers) {
@@ -172,7 +183,8 @@ TEST(Temporal, JodieMapsItemsAfterUsers) {
   EXPECT_EQ(d.labels[1], 1);
   test::write_text(t / "nohdr.csv", "0,0,0.0,0\n");
   test::expect_input_error([&] { read_jodie(t / "nohdr.csv"); }, {"nohdr.csv: line 1", "header"});
-  test::write_text(t / "cols.csv", "user_id,item_id,timestamp,state_label,f\n0,0,1,0,0.5\n0,1,2,0\n");
+  test::write_text(t / "cols.csv",
+                   "user_id,item_id,timestamp,state_label,f\n0,0,1,0,0.5\n0,1,2,0\n");
   test::expect_input_error([&] { read_jodie(t / "cols.csv"); }, {"cols.csv: line 3", "feature"});
 }
 

@@ -54,7 +54,8 @@ TEST(Generate, HomophilySkewAndSplit) {
   const CsrView g = d.graph.view();
   std::int64_t same = 0;
   for (NodeId u = 0; u < g.num_nodes; ++u)
-    for (const NodeId* v = g.begin(u); v != g.end(u); ++v) same += d.labels[std::size_t(u)] == d.labels[std::size_t(*v)];
+    for (const NodeId* v = g.begin(u); v != g.end(u); ++v)
+      same += d.labels[std::size_t(u)] == d.labels[std::size_t(*v)];
   const double h = double(same) / double(g.num_edges());
   // Edges stay in class with p = 0.8, plus 1/5 of the other 0.2 by chance: ~0.84.
   EXPECT_NEAR(h, 0.8 + 0.2 / 5, 0.03);
@@ -78,8 +79,10 @@ TEST(Generate, HomophilySkewAndSplit) {
   double same_d = 0, diff_d = 0;
   int ns = 0, nd = 0;
   for (NodeId u = 0; u + 1 < 4000; ++u) {
-    if (d.labels[std::size_t(u)] == d.labels[std::size_t(u) + 1]) same_d += dist(u, u + 1), ++ns;
-    else diff_d += dist(u, u + 1), ++nd;
+    if (d.labels[std::size_t(u)] == d.labels[std::size_t(u) + 1])
+      same_d += dist(u, u + 1), ++ns;
+    else
+      diff_d += dist(u, u + 1), ++nd;
   }
   EXPECT_LT(same_d / ns, diff_d / nd);
 }

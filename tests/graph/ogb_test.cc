@@ -126,7 +126,8 @@ TEST(Ogb, BinaryNpzLayout) {
   convert(test::test_data("ogb-npz"), t / "rcm", {.reorder = NodeOrder::kRcm});
   const GraphDataset e = read_graph_dataset(t / "rcm");
   for (NodeId u = 0; u < 5; ++u)
-    EXPECT_FLOAT_EQ(e.features[std::size_t(u) * 2], float(2 * e.original_ids[std::size_t(u)]) + 0.5f);
+    EXPECT_FLOAT_EQ(e.features[std::size_t(u) * 2],
+                    float(2 * e.original_ids[std::size_t(u)]) + 0.5f);
 }
 
 // Reordering permutes every node-indexed array consistently: mapping back through
@@ -151,7 +152,8 @@ TEST(Ogb, RcmReorderIsConsistentWithTheOriginal) {
   }
   std::set<NodeId> train;
   for (NodeId v : b.split("public")->train) train.insert(orig[std::size_t(v)]);
-  EXPECT_EQ(train, std::set<NodeId>(a.split("public")->train.begin(), a.split("public")->train.end()));
+  EXPECT_EQ(train,
+            std::set<NodeId>(a.split("public")->train.begin(), a.split("public")->train.end()));
   EXPECT_LT(total_bandwidth(gb), total_bandwidth(ga));
 }
 
@@ -172,13 +174,15 @@ class OgbBadInput : public ::testing::Test {
 TEST_F(OgbBadInput, TruncatedGzip) {
   MiniOgb m;
   std::string big;
-  for (int i = 0; i < 5000; ++i) big += std::to_string(i % 5) + "," + std::to_string((i + 1) % 5) + "\n";
+  for (int i = 0; i < 5000; ++i)
+    big += std::to_string(i % 5) + "," + std::to_string((i + 1) % 5) + "\n";
   m.edges = big;
   m.num_edges = "5000\n";
   m.write(t / "in");
   const std::string gz = test::read_bytes(t / "in/raw/edge.csv.gz");
   test::write_text(t / "in/raw/edge.csv.gz", gz.substr(0, gz.size() * 2 / 3));
-  test::expect_input_error([&] { convert(t / "in", t / "out", {}); }, {"edge.csv.gz", "truncated gzip"});
+  test::expect_input_error([&] { convert(t / "in", t / "out", {}); },
+                           {"edge.csv.gz", "truncated gzip"});
   EXPECT_FALSE(fs::exists(t / "out"));
 }
 
@@ -188,7 +192,8 @@ TEST_F(OgbBadInput, CorruptGzip) {
   std::string gz = test::read_bytes(t / "in/raw/node-feat.csv.gz");
   gz[gz.size() - 6] ^= 0x55;  // inside the CRC-32 trailer
   test::write_text(t / "in/raw/node-feat.csv.gz", gz);
-  test::expect_input_error([&] { convert(t / "in", t / "out", {}); }, {"node-feat.csv.gz", "corrupt gzip"});
+  test::expect_input_error([&] { convert(t / "in", t / "out", {}); },
+                           {"node-feat.csv.gz", "corrupt gzip"});
   EXPECT_FALSE(fs::exists(t / "out"));
   for (const auto& e : fs::directory_iterator(t.path())) EXPECT_EQ(e.path().filename(), "in");
 }
@@ -257,7 +262,8 @@ TEST_F(OgbBadInput, MissingRawFile) {
   MiniOgb m;
   m.write(t / "in");
   fs::remove(t / "in/raw/num-edge-list.csv.gz");
-  test::expect_input_error([&] { convert(t / "in", t / "out", {}); }, {"num-edge-list.csv.gz", "missing"});
+  test::expect_input_error([&] { convert(t / "in", t / "out", {}); },
+                           {"num-edge-list.csv.gz", "missing"});
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ namespace fs = std::filesystem;
 // Converted once per test binary: Cora, 4elt and a generated SBM graph.
 class Graphs : public ::testing::Environment {
  public:
-  static fs::path dir() { return fs::temp_directory_path() / ("halo-partition-test-" + std::to_string(getpid())); }
+  static fs::path dir() {
+    return fs::temp_directory_path() / ("halo-partition-test-" + std::to_string(getpid()));
+  }
   void SetUp() override {
     fs::create_directories(dir());
     convert(test::bundled("cora"), dir() / "cora", {.overwrite = true});
@@ -44,7 +46,8 @@ const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Graphs);
 fs::path dataset(const std::string& name) { return Graphs::dir() / name; }
 
 // Edge cut and communication volume recomputed naively with sets.
-std::pair<std::int64_t, std::int64_t> naive_quality(const CsrView& g, const std::vector<PartId>& owner) {
+std::pair<std::int64_t, std::int64_t> naive_quality(const CsrView& g,
+                                                    const std::vector<PartId>& owner) {
   std::set<std::pair<NodeId, NodeId>> cut;
   std::int64_t vol = 0;
   for (NodeId u = 0; u < g.num_nodes; ++u) {
@@ -139,7 +142,8 @@ void check_invariants(const GraphDataset& d, const fs::path& parts, int k) {
       for (EdgeId i = 0; i < se - sb; ++i) {
         const NodeId local = a.send[std::size_t(sb + i)];
         ASSERT_LT(local, a.num_owned);
-        ASSERT_EQ(a.global_ids[std::size_t(local)], b.global_ids[std::size_t(b.num_owned + rb + i)]);
+        ASSERT_EQ(a.global_ids[std::size_t(local)],
+                  b.global_ids[std::size_t(b.num_owned + rb + i)]);
       }
       ASSERT_EQ(meta["parts"][std::size_t(r)]["send"][std::size_t(q)], se - sb);
     }
@@ -170,13 +174,16 @@ TEST_P(Invariants, Hold) {
   check_invariants(read_graph_dataset(dataset(c.graph)), t / "parts", c.k);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, Invariants,
-    ::testing::Values(Case{"cora", "metis", 1}, Case{"cora", "metis", 2}, Case{"cora", "metis", 4},
-                      Case{"cora", "fennel", 3}, Case{"cora", "random", 4}, Case{"cora", "contiguous", 7},
-                      Case{"sbm", "metis", 8}, Case{"sbm", "fennel", 5}, Case{"sbm", "random", 2},
-                      Case{"4elt", "metis", 4}),
-    [](const auto& tp) { return tp.param.graph + "_" + tp.param.method + "_" + std::to_string(tp.param.k); });
+INSTANTIATE_TEST_SUITE_P(All, Invariants,
+                         ::testing::Values(Case{"cora", "metis", 1}, Case{"cora", "metis", 2},
+                                           Case{"cora", "metis", 4}, Case{"cora", "fennel", 3},
+                                           Case{"cora", "random", 4}, Case{"cora", "contiguous", 7},
+                                           Case{"sbm", "metis", 8}, Case{"sbm", "fennel", 5},
+                                           Case{"sbm", "random", 2}, Case{"4elt", "metis", 4}),
+                         [](const auto& tp) {
+                           return tp.param.graph + "_" + tp.param.method + "_" +
+                                  std::to_string(tp.param.k);
+                         });
 
 TEST(Partition, SameSeedSamePartition) {
   TempDir t;
@@ -187,7 +194,9 @@ TEST(Partition, SameSeedSamePartition) {
     o.seed = 7;
     partition_dataset(dataset("sbm"), t / (m + "a"), o, false);
     partition_dataset(dataset("sbm"), t / (m + "b"), o, false);
-    EXPECT_EQ(read_parts_meta(t / (m + "a"))["fingerprint"], read_parts_meta(t / (m + "b"))["fingerprint"]) << m;
+    EXPECT_EQ(read_parts_meta(t / (m + "a"))["fingerprint"],
+              read_parts_meta(t / (m + "b"))["fingerprint"])
+        << m;
   }
   o.method = PartitionMethod::kRandom;
   o.seed = 8;
@@ -195,11 +204,14 @@ TEST(Partition, SameSeedSamePartition) {
   EXPECT_NE(read_parts_meta(t / "randoma")["edge_cut"], read_parts_meta(t / "randomc")["edge_cut"]);
 }
 
-std::int64_t cut_of(const CsrView& g, const std::vector<PartId>& owner) { return naive_quality(g, owner).first; }
+std::int64_t cut_of(const CsrView& g, const std::vector<PartId>& owner) {
+  return naive_quality(g, owner).first;
+}
 
 // Same library, same input file, same options: gpmetis and halo must agree exactly.
 TEST(Partition, AgreesWithGpmetis) {
-  if (std::system("command -v gpmetis >/dev/null 2>&1") != 0) GTEST_SKIP() << "gpmetis not installed";
+  if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "gpmetis not installed";
   TempDir t;
   for (const std::string name : {"cora", "4elt"}) {
     const GraphDataset d = read_graph_dataset(dataset(name));
@@ -207,8 +219,9 @@ TEST(Partition, AgreesWithGpmetis) {
     for (int k : {2, 4, 8}) {
       PartitionOptions o;
       o.k = k;
-      const std::string cmd = "gpmetis -seed=0 -ptype=" + std::string(to_string(o.metis_ptype())) + " " + (t / (name + ".graph")).string() +
-                              " " + std::to_string(k) + " > /dev/null";
+      const std::string cmd = "gpmetis -seed=0 -ptype=" + std::string(to_string(o.metis_ptype())) +
+                              " " + (t / (name + ".graph")).string() + " " + std::to_string(k) +
+                              " > /dev/null";
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
       std::ifstream f(t / (name + ".graph.part." + std::to_string(k)));
       std::vector<PartId> theirs;
@@ -219,7 +232,8 @@ TEST(Partition, AgreesWithGpmetis) {
       // Identical calls into the same METIS give the identical assignment; 2% is the bound the
       // issue allows should a METIS build ever differ (e.g. another idx_t width).
       EXPECT_EQ(ours, theirs) << name << " k=" << k;
-      EXPECT_LE(std::abs(double(a - b)), 0.02 * double(b)) << name << " k=" << k << ": " << a << " vs " << b;
+      EXPECT_LE(std::abs(double(a - b)), 0.02 * double(b))
+          << name << " k=" << k << ": " << a << " vs " << b;
     }
   }
 }
@@ -230,9 +244,11 @@ TEST(Partition, MetisVolumeIsAThirdOfRandomOrLess) {
     for (int k : {2, 4, 8}) {
       PartitionOptions o;
       o.k = k;
-      const auto metis = measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
+      const auto metis =
+          measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
       o.method = PartitionMethod::kRandom;
-      const auto random = measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
+      const auto random =
+          measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
       EXPECT_LE(3 * metis.comm_volume, random.comm_volume) << name << " k=" << k;
     }
   }
@@ -245,9 +261,11 @@ TEST(Partition, FennelCutsAtMostSixTenthsOfRandom) {
       PartitionOptions o;
       o.k = k;
       o.method = PartitionMethod::kFennel;
-      const auto fennel = measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
+      const auto fennel =
+          measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
       o.method = PartitionMethod::kRandom;
-      const auto random = measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
+      const auto random =
+          measure_partition(d.graph.view(), false, partition_nodes(d, o), k, nullptr, {});
       EXPECT_LE(double(fennel.edge_cut), 0.6 * double(random.edge_cut)) << name << " k=" << k;
       EXPECT_LE(fennel.node_balance, 1.031) << name << " k=" << k;
     }
@@ -290,7 +308,8 @@ TEST(Partition, PartWeightsAreHonouredByEveryMethod) {
     o.k = 3;
     o.method = parse_partition_method(m);
     o.part_weights = {2, 1, 1};
-    const auto q = measure_partition(d.graph.view(), false, partition_nodes(d, o), 3, nullptr, o.targets());
+    const auto q =
+        measure_partition(d.graph.view(), false, partition_nodes(d, o), 3, nullptr, o.targets());
     const double want[3] = {0.5, 0.25, 0.25};
     // METIS's ufactor 30 allows 3% above target; random draws add sampling noise (n = 15606).
     const double tol = m == "random" ? 0.02 : 0.03;
@@ -427,7 +446,8 @@ TEST(PartitionErrors, CorruptDatasetIsReported) {
   bytes[500] ^= 4;
   test::write_text(t / "g/indices.bin", bytes);
   PartitionOptions o;
-  test::expect_input_error([&] { partition_dataset(t / "g", t / "out", o, false); }, {"indices.bin", "checksum mismatch"});
+  test::expect_input_error([&] { partition_dataset(t / "g", t / "out", o, false); },
+                           {"indices.bin", "checksum mismatch"});
   EXPECT_FALSE(fs::exists(t / "out"));
 }
 
@@ -440,7 +460,8 @@ TEST(PartitionErrors, CorruptPartIsReported) {
   bytes[bytes.size() - 1] ^= 1;
   test::write_text(t / "p/part-1/send.bin", bytes);
   EXPECT_NO_THROW(read_part(t / "p", 0));
-  test::expect_input_error([&] { read_part(t / "p", 1); }, {"part-1/send.bin", "checksum mismatch"});
+  test::expect_input_error([&] { read_part(t / "p", 1); },
+                           {"part-1/send.bin", "checksum mismatch"});
   EXPECT_THROW(read_part(t / "p", 2), ParamError);
 }
 
@@ -465,12 +486,14 @@ TEST(Reorder, MetisOrderIsAPermutationThatRaisesLocality) {
   // Node u of the result is node original_ids[u] of the input: features, labels and edges agree.
   std::set<std::pair<NodeId, NodeId>> edges;
   for (NodeId u = 0; u < NodeId(n); ++u)
-    for (const NodeId* v = d.graph.view().begin(u); v != d.graph.view().end(u); ++v) edges.insert({u, *v});
+    for (const NodeId* v = d.graph.view().begin(u); v != d.graph.view().end(u); ++v)
+      edges.insert({u, *v});
   for (NodeId u = 0; u < NodeId(n); ++u) {
     const NodeId ou = r.original_ids[std::size_t(u)];
     ASSERT_EQ(r.labels[std::size_t(u)], d.labels[std::size_t(ou)]);
     for (std::int64_t c = 0; c < d.num_features; ++c)
-      ASSERT_EQ(r.features[std::size_t(u * d.num_features + c)], d.features[std::size_t(std::int64_t(ou) * d.num_features + c)]);
+      ASSERT_EQ(r.features[std::size_t(u * d.num_features + c)],
+                d.features[std::size_t(std::int64_t(ou) * d.num_features + c)]);
     for (const NodeId* v = r.graph.view().begin(u); v != r.graph.view().end(u); ++v)
       ASSERT_TRUE(edges.count({ou, r.original_ids[std::size_t(*v)]})) << u << " " << *v;
   }
@@ -481,7 +504,8 @@ TEST(Reorder, RejectsUnknownMethodsAndBadBlocks) {
   EXPECT_THROW(parse_locality_method("random"), ParamError);
   EXPECT_THROW(locality_order(d, LocalityMethod::kMetis, 0), ParamError);
   EXPECT_EQ(locality_order(d, LocalityMethod::kRcm, 100).size(), std::size_t(d.num_nodes()));
-  const std::vector<NodeId> one = locality_order(d, LocalityMethod::kMetis, 1 << 20);  // one window: the identity
+  const std::vector<NodeId> one =
+      locality_order(d, LocalityMethod::kMetis, 1 << 20);  // one window: the identity
   for (std::size_t u = 0; u < one.size(); ++u) ASSERT_EQ(one[u], NodeId(u));
 }
 

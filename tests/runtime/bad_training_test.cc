@@ -74,7 +74,9 @@ TEST(BadTrainingMetrics, ManyNaNScoresGiveTheFiguresOfTheLowestScore) {
       low[std::size_t(i)] = nan ? -1.f : s[std::size_t(i)];
       y[std::size_t(i)] = u(rng) < 0.5f;
     }
-    EXPECT_DOUBLE_EQ(average_precision(s.data(), y.data(), n), average_precision(low.data(), y.data(), n)) << n;
+    EXPECT_DOUBLE_EQ(average_precision(s.data(), y.data(), n),
+                     average_precision(low.data(), y.data(), n))
+        << n;
     EXPECT_DOUBLE_EQ(rocauc(s.data(), y.data(), n, 1), rocauc(low.data(), y.data(), n, 1)) << n;
   }
 }
@@ -111,12 +113,15 @@ TEST(BadTrainingMetrics, ReciprocalRankPutsANaNPositiveLast) {
 using Result = test::Run;
 
 // Runs a shell command, stdout and stderr together in out_file.
-Result shell(const std::string& cmd, const fs::path& out_file) { return test::shell_merged(cmd, out_file); }
+Result shell(const std::string& cmd, const fs::path& out_file) {
+  return test::shell_merged(cmd, out_file);
+}
 
 std::string halo() { return "timeout 30 " + test::configured("HALO_BINARY", HALO_BINARY); }
 std::string mpirun(int np) {
-  return "timeout 60 " + test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " --oversubscribe --bind-to none -np " +
-         std::to_string(np) + " " + test::configured("HALO_BINARY", HALO_BINARY);
+  return "timeout 60 " + test::configured("HALO_MPIEXEC", HALO_MPIEXEC) +
+         " --oversubscribe --bind-to none -np " + std::to_string(np) + " " +
+         test::configured("HALO_BINARY", HALO_BINARY);
 }
 
 // The lines of `out` that start with "error:".
@@ -156,13 +161,15 @@ class Data {
     fs::create_directories(dir_);
     const std::string d = dir_.string();
     std::string same = "% sym positive\n";  // 300 events at one timestamp
-    for (int i = 0; i < 300; ++i) same += std::to_string(1 + i % 40) + " " + std::to_string(41 + i % 37) + " 1 5\n";
+    for (int i = 0; i < 300; ++i)
+      same += std::to_string(1 + i % 40) + " " + std::to_string(41 + i % 37) + " 1 5\n";
     test::write_text(dir_ / "same.txt", same);
     const std::string bin = test::configured("HALO_BINARY", HALO_BINARY);
     for (const std::string& s : {
              bin + " convert " + test::bundled("cora").string() + " -o " + d + "/cora",
              bin + " partition " + d + "/cora -k 2 -o " + d + "/cora-2",
-             "head -n 1502 " + test::bundled("uci-messages/graph.txt").string() + " > " + d + "/uci.txt",
+             "head -n 1502 " + test::bundled("uci-messages/graph.txt").string() + " > " + d +
+                 "/uci.txt",
              bin + " convert " + d + "/uci.txt --format konect -o " + d + "/uci",
              bin + " convert " + d + "/same.txt --format konect -o " + d + "/same",
          }) {
@@ -184,19 +191,22 @@ std::string data(const std::string& name) {
 }
 
 // The small TGN every temporal case trains (one epoch of 1,500 events takes well under a second).
-const std::string kTgn = " --memory-dim 16 --embed-dim 16 --time-dim 16 --batch-size 100 --threads 1 -q";
+const std::string kTgn =
+    " --memory-dim 16 --embed-dim 16 --time-dim 16 --batch-size 100 --threads 1 -q";
 
 // ---- 1. A loss that is no longer a number --------------------------------------------------
 
 TEST(BadTraining, DivergingTrainingStopsNamingTheEpochOnOneProcess) {
   TempDir t;
-  const Result r = shell(halo() + " train " + data("cora") + " --lr 1e30 --epochs 50 --threads 1 -q", t / "o");
+  const Result r =
+      shell(halo() + " train " + data("cora") + " --lr 1e30 --epochs 50 --threads 1 -q", t / "o");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_LT(r.seconds, 20) << r.out;
   const auto lines = error_lines(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out;
   EXPECT_NE(lines[0].find("error: run 0 epoch "), std::string::npos) << r.out;
-  EXPECT_NE(lines[0].find("the model diverged; lower --lr (now 1e+30)"), std::string::npos) << r.out;
+  EXPECT_NE(lines[0].find("the model diverged; lower --lr (now 1e+30)"), std::string::npos)
+      << r.out;
   EXPECT_EQ(r.out.find("loss nan"), std::string::npos) << r.out;
 }
 
@@ -204,7 +214,8 @@ TEST(BadTraining, DivergingTrainingStopsNamingTheEpochOnOneProcess) {
 TEST(BadTraining, DivergingTrainingStopsEveryRank) {
   TempDir t;
   const Result r = shell("HALO_COMM_TIMEOUT_S=60 " + mpirun(2) + " train " + data("cora-2") +
-                             " --lr 1e30 --epochs 50 --threads 1 -q", t / "o");
+                             " --lr 1e30 --epochs 50 --threads 1 -q",
+                         t / "o");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_LT(r.seconds, 30) << r.out;
   const auto lines = error_lines(r.out);
@@ -218,20 +229,24 @@ TEST(BadTraining, DivergingTrainingStopsEveryRank) {
 
 TEST(BadTraining, DivergingTgnStopsNamingTheEpochAndBatch) {
   TempDir t;
-  const Result one = shell(halo() + " tgn train " + data("uci") + kTgn + " --lr 1e10 --epochs 3", t / "o1");
+  const Result one =
+      shell(halo() + " tgn train " + data("uci") + kTgn + " --lr 1e10 --epochs 3", t / "o1");
   EXPECT_EQ(one.code, 1) << one.out;
   EXPECT_LT(one.seconds, 20) << one.out;
   auto lines = error_lines(one.out);
   ASSERT_EQ(lines.size(), 1u) << one.out;
   EXPECT_NE(lines[0].find("error: epoch "), std::string::npos) << one.out;
-  EXPECT_NE(lines[0].find("the model diverged; lower --lr (now 1e+10)"), std::string::npos) << one.out;
-  const Result two = shell("HALO_COMM_TIMEOUT_S=60 " + mpirun(2) + " tgn train " + data("uci") + kTgn +
-                               " --lr 1e10 --epochs 3", t / "o2");
+  EXPECT_NE(lines[0].find("the model diverged; lower --lr (now 1e+10)"), std::string::npos)
+      << one.out;
+  const Result two = shell("HALO_COMM_TIMEOUT_S=60 " + mpirun(2) + " tgn train " + data("uci") +
+                               kTgn + " --lr 1e10 --epochs 3",
+                           t / "o2");
   EXPECT_EQ(two.code, 1) << two.out;
   EXPECT_LT(two.seconds, 30) << two.out;
   lines = error_lines(two.out);
   ASSERT_GE(lines.size(), 1u) << two.out;
-  for (const std::string& l : lines) EXPECT_NE(l.find("the model diverged"), std::string::npos) << two.out;
+  for (const std::string& l : lines)
+    EXPECT_NE(l.find("the model diverged"), std::string::npos) << two.out;
 }
 
 // Times near the float range used to make every score NaN, and average precision spin forever.
@@ -242,11 +257,14 @@ TEST(BadTraining, ATimestampOf1e300EndsWithAnError) {
     events += std::to_string(1 + i % 40) + " " + std::to_string(41 + i % 37) + " 1 " +
               (i == 299 ? std::string("1e300") : std::to_string(1000 + 10 * i)) + "\n";
   test::write_text(t / "huge.txt", events);
-  const Result c = shell(halo() + " convert " + (t / "huge.txt").string() + " --format konect -o " + (t / "huge").string(),
+  const Result c = shell(halo() + " convert " + (t / "huge.txt").string() + " --format konect -o " +
+                             (t / "huge").string(),
                          t / "o");
-  if (c.code == 1 && error_lines(c.out).size() == 1) GTEST_SKIP() << "the reader refuses it: " << c.out;
+  if (c.code == 1 && error_lines(c.out).size() == 1)
+    GTEST_SKIP() << "the reader refuses it: " << c.out;
   ASSERT_EQ(c.code, 0) << c.out;
-  const Result r = shell(halo() + " tgn train " + (t / "huge").string() + kTgn + " --epochs 2", t / "o");
+  const Result r =
+      shell(halo() + " tgn train " + (t / "huge").string() + kTgn + " --epochs 2", t / "o");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_LT(r.seconds, 20) << r.out;
   const auto lines = error_lines(r.out);
@@ -259,14 +277,18 @@ TEST(BadTraining, ATimestampOf1e300EndsWithAnError) {
 TEST(BadTraining, ASplitWithNoTrainingEventsIsRefused) {
   TempDir t;
   for (const std::string model : {"tgn", "edgebank"}) {
-    const Result r = shell(halo() + " tgn train " + data("same") + kTgn + " --model " + model, t / "o");
+    const Result r =
+        shell(halo() + " tgn train " + data("same") + kTgn + " --model " + model, t / "o");
     EXPECT_EQ(r.code, 1) << model << "\n" << r.out;
     EXPECT_LT(r.seconds, 20) << r.out;
     const auto lines = error_lines(r.out);
     ASSERT_EQ(lines.size(), 1u) << r.out;
-    EXPECT_NE(lines[0].find("error: " + data("same") + ": the chronological split leaves no training events "
-                            "(train 0, validation 0, test 300 of 300 events; every event has the timestamp 5)"),
-              std::string::npos)
+    EXPECT_NE(
+        lines[0].find(
+            "error: " + data("same") +
+            ": the chronological split leaves no training events "
+            "(train 0, validation 0, test 300 of 300 events; every event has the timestamp 5)"),
+        std::string::npos)
         << r.out;
   }
 }
@@ -281,7 +303,8 @@ std::vector<pid_t> processes_with(const std::string& marker) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmd = test::read_bytes(e.path() / "cmdline");
     std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find(marker) != std::string::npos && cmd.find("timeout") == std::string::npos) out.push_back(pid_t(std::stol(name)));
+    if (cmd.find(marker) != std::string::npos && cmd.find("timeout") == std::string::npos)
+      out.push_back(pid_t(std::stol(name)));
   }
   return out;
 }
@@ -289,15 +312,18 @@ std::vector<pid_t> processes_with(const std::string& marker) {
 TEST(BadTraining, ARankStoppedBeforeMpiStartUpEndsTheJobAtTheTimeout) {
   TempDir t;
   const std::string marker = data("cora") + "/./";  // unique to this job's command line
-  const Result r = shell("HALO_TEST_STOP_BEFORE_MPI_INIT=1 HALO_COMM_TIMEOUT_S=3 " + mpirun(2) + " info " + marker,
-                         t / "o");
+  const Result r = shell(
+      "HALO_TEST_STOP_BEFORE_MPI_INIT=1 HALO_COMM_TIMEOUT_S=3 " + mpirun(2) + " info " + marker,
+      t / "o");
   // Whatever the outcome, no stopped rank may outlive the test.
   for (pid_t p : processes_with(marker)) kill(p, SIGKILL);
   EXPECT_NE(r.code, 0) << r.out;
   EXPECT_NE(r.code, 124) << "timeout ended it, not the job\n" << r.out;
   EXPECT_LT(r.seconds, 15) << r.out;
   EXPECT_NE(r.out.find("error: rank 0 of 2 on "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(": MPI start-up (MPI_Init_thread) did not finish within 3 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": MPI start-up (MPI_Init_thread) did not finish within 3 s"),
+            std::string::npos)
+      << r.out;
 }
 
 // ---- 4. --resume -----------------------------------------------------------------------------
@@ -311,12 +337,14 @@ TEST(BadTraining, ResumeWithoutACheckpointOrPastEpochsIsRefused) {
     EXPECT_EQ(r.code, 2) << r.out;
     const auto lines = error_lines(r.out);
     ASSERT_EQ(lines.size(), 1u) << r.out;
-    EXPECT_EQ(lines[0], "error: --resume: no checkpoint in " + (t / dir).string() + "; drop --resume to start a new run");
+    EXPECT_EQ(lines[0], "error: --resume: no checkpoint in " + (t / dir).string() +
+                            "; drop --resume to start a new run");
   }
   ASSERT_EQ(shell(train + (t / "ck").string() + " --epochs 4", t / "o").code, 0);
   const Result past = shell(train + (t / "ck").string() + " --epochs 2 --resume", t / "o");
   EXPECT_EQ(past.code, 2) << past.out;
-  EXPECT_NE(past.out.find("is of epoch 4, after --epochs 2; resume with --epochs 4 or more"), std::string::npos)
+  EXPECT_NE(past.out.find("is of epoch 4, after --epochs 2; resume with --epochs 4 or more"),
+            std::string::npos)
       << past.out;
   // On K ranks too, and at --epochs itself the finished run resumes and trains nothing.
   const std::string two = mpirun(2) + " train " + data("cora-2") + " --threads 1 -q --checkpoint ";
@@ -334,7 +362,8 @@ TEST(BadTraining, TgnResumeWithoutACheckpointOrPastEpochsIsRefused) {
   EXPECT_EQ(none.code, 2) << none.out;
   const auto lines = error_lines(none.out);
   ASSERT_EQ(lines.size(), 1u) << none.out;
-  EXPECT_EQ(lines[0], "error: --resume: no checkpoint in " + (t / "empty").string() + "; drop --resume to start a new run");
+  EXPECT_EQ(lines[0], "error: --resume: no checkpoint in " + (t / "empty").string() +
+                          "; drop --resume to start a new run");
   ASSERT_EQ(shell(train + (t / "ck").string() + " --epochs 2", t / "o").code, 0);
   const Result past = shell(train + (t / "ck").string() + " --epochs 1 --resume", t / "o");
   EXPECT_EQ(past.code, 2) << past.out;
@@ -348,29 +377,35 @@ TEST(BadTraining, AModelThatCannotFitIsRefusedBeforeAllocating) {
   // --hidden is capped at 65536 by its flag; each 65536 x 65536 hidden weight with its gradient
   // and Adam state is 64 GiB, beyond this machine and CI's 24 GiB.
   for (const std::string layers : {"3", "8"}) {
-    const Result r = shell(halo() + " train " + data("cora") + " --hidden 65536 --layers " + layers + " -q", t / "o");
+    const Result r = shell(
+        halo() + " train " + data("cora") + " --hidden 65536 --layers " + layers + " -q", t / "o");
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_LT(r.seconds, 10) << r.out;
     const auto lines = error_lines(r.out);
     ASSERT_EQ(lines.size(), 1u) << r.out;
     EXPECT_NE(lines[0].find("error: --hidden 65536 --layers " + layers + ": training needs about "),
-              std::string::npos) << r.out;
+              std::string::npos)
+        << r.out;
     EXPECT_NE(lines[0].find(" is available ("), std::string::npos) << r.out;
   }
   // Beyond the flag's range: refused by the flag, before any estimate.
   const Result r = shell(halo() + " train " + data("cora") + " --hidden 1000000000 -q", t / "o");
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("error: --hidden: must be an integer in [1, 65536], found '1000000000'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error: --hidden: must be an integer in [1, 65536], found '1000000000'"),
+            std::string::npos)
+      << r.out;
 }
 
 // An allocation the check lets through (it refuses only what is clearly impossible) and that
 // fails anyway (here: an address-space limit the check does not know) names what it was for.
 TEST(BadTraining, AnAllocationThatFailsSaysWhatItWasFor) {
   // Weights of 1433 x 60000 floats (~0.34 GB each for value, gradient and two moments): ~2 GB.
-  if (available_memory().bytes < (std::int64_t(2) << 30)) GTEST_SKIP() << "needs 2 GB available to pass the check";
+  if (available_memory().bytes < (std::int64_t(2) << 30))
+    GTEST_SKIP() << "needs 2 GB available to pass the check";
   TempDir t;
-  const Result r = shell("ulimit -v 1000000; " + halo() + " train " + data("cora") + " --hidden 60000 --epochs 1 -q",
-                         t / "o");
+  const Result r = shell(
+      "ulimit -v 1000000; " + halo() + " train " + data("cora") + " --hidden 60000 --epochs 1 -q",
+      t / "o");
   EXPECT_EQ(r.code, 1) << r.out;
   const auto lines = error_lines(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out;

@@ -21,7 +21,8 @@ std::filesystem::path uci_prefix(const TempDir& t, int events) {
   std::ifstream in(test::bundled("uci-messages/graph.txt"));
   std::ofstream out(t / "uci.txt");
   std::string line;
-  for (int i = 0; i < events + 2 && std::getline(in, line); ++i) out << line << "\n";  // 2 comment lines
+  for (int i = 0; i < events + 2 && std::getline(in, line); ++i)
+    out << line << "\n";  // 2 comment lines
   out.close();
   ConvertOptions o;
   o.format = Format::kKonect;
@@ -102,9 +103,11 @@ TEST(Tgn, AnEventSeesOnlyEventsStrictlyBeforeItsTime) {
   later.rewire(batch * 20 + 10);
   ASSERT_EQ(later.time[109], later.time[110]);  // a tie: 109 must not see 110 either
   const std::vector<float> other = later.scores(o, batch);
-  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
+  for (std::size_t i = 0; i < 10; ++i)
+    EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
   bool later_changed = false;
-  for (std::size_t i = 11; i < base.size(); ++i) later_changed = later_changed || base[i] != other[i];
+  for (std::size_t i = 11; i < base.size(); ++i)
+    later_changed = later_changed || base[i] != other[i];
   EXPECT_TRUE(later_changed) << "events after 110 should see it as a neighbour";
 }
 
@@ -122,10 +125,12 @@ TEST(Tgn, ABatchNeverSeesItsOwnEvents) {
   TieStream later;
   later.rewire(batch * 20 + 19);
   const std::vector<float> other = later.scores(o, batch);
-  for (std::size_t i = 0; i + 1 < base.size(); ++i) EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
+  for (std::size_t i = 0; i + 1 < base.size(); ++i)
+    EXPECT_EQ(base[i], other[i]) << "event " << i << " of the batch";
   // Control: an event of the previous batch does change them.
   TieStream previous;
-  previous.src[std::size_t(batch * 20 - 1)] = NodeId((stream.src[std::size_t(batch * 20 - 1)] + 1) % stream.nodes);
+  previous.src[std::size_t(batch * 20 - 1)] =
+      NodeId((stream.src[std::size_t(batch * 20 - 1)] + 1) % stream.nodes);
   const std::vector<float> earlier = previous.scores(o, batch);
   bool changed = false;
   for (std::size_t i = 0; i < base.size(); ++i) changed = changed || base[i] != earlier[i];

@@ -1,7 +1,6 @@
 // The single-process trainer: accuracy on Cora with the published recipe, determinism,
 // checkpoint/resume bit-identity (predictions included) and refusals of checkpoints of another
 // dataset, options or format version, predictions for independent scoring, multi-label training.
-#include "halo/runtime/presets.h"
 #include "halo/runtime/trainer.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +15,7 @@
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
 #include "halo/runtime/comm.h"
+#include "halo/runtime/presets.h"
 
 namespace halo {
 namespace {
@@ -25,7 +25,9 @@ namespace fs = std::filesystem;
 // Cora converted once per test process, removed at exit.
 class CoraEnv : public ::testing::Environment {
  public:
-  static fs::path dir() { return fs::temp_directory_path() / ("halo-trainer-test-cora-" + std::to_string(getpid())); }
+  static fs::path dir() {
+    return fs::temp_directory_path() / ("halo-trainer-test-cora-" + std::to_string(getpid()));
+  }
   void SetUp() override { convert(test::bundled("cora"), dir(), {.overwrite = true}); }
   void TearDown() override { fs::remove_all(dir()); }
 };
@@ -77,7 +79,8 @@ TEST(Trainer, SameSeedSameLossesBitForBit) {
   train_dataset(cora(), o, out);
   const auto a = read_log(t / "a.jsonl"), b = read_log(t / "b.jsonl");
   ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i + 1 < a.size(); ++i) EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "epoch " << i + 1;
+  for (std::size_t i = 0; i + 1 < a.size(); ++i)
+    EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "epoch " << i + 1;
 }
 
 TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
@@ -103,7 +106,8 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   train_dataset(cora(), o, out);
   EXPECT_EQ(mixed.matmul_precision, "bf16");
   EXPECT_EQ(read_log(t / "bf16.jsonl").back()["matmul_precision"], "bf16");
-  const auto a = read_log(t / "fp32.jsonl"), b = read_log(t / "bf16.jsonl"), c = read_log(t / "bf16-again.jsonl");
+  const auto a = read_log(t / "fp32.jsonl"), b = read_log(t / "bf16.jsonl"),
+             c = read_log(t / "bf16-again.jsonl");
   ASSERT_EQ(a.size(), b.size());
   // Rounding the GEMM inputs to 8 bits of mantissa moves the early losses by well under 5%;
   // once the loss is near zero the two trajectories are different fits of the same quality.
@@ -122,7 +126,8 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   o.log.clear();
   o.epochs = 1;
   train_dataset(cora(), o, out);
-  EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kFp32) << "every run sets the shared backend's precision";
+  EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kFp32)
+      << "every run sets the shared backend's precision";
 }
 
 TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
@@ -152,8 +157,10 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   // The resumed log's epochs 10..20 equal the straight run's.
   const auto la = read_log(t / "straight.jsonl"), lb = read_log(t / "resumed.jsonl");
   std::map<int, double> loss_a, loss_b;
-  for (const auto& r : la) if (r["type"] == "epoch") loss_a[r["epoch"].get<int>()] = r["loss"].get<double>();
-  for (const auto& r : lb) if (r["type"] == "epoch") loss_b[r["epoch"].get<int>()] = r["loss"].get<double>();
+  for (const auto& r : la)
+    if (r["type"] == "epoch") loss_a[r["epoch"].get<int>()] = r["loss"].get<double>();
+  for (const auto& r : lb)
+    if (r["type"] == "epoch") loss_b[r["epoch"].get<int>()] = r["loss"].get<double>();
   for (int e = 1; e <= 20; ++e) EXPECT_EQ(loss_a[e], loss_b[e]) << "epoch " << e;
 }
 
@@ -211,7 +218,8 @@ TEST(Trainer, ACheckpointOfAnotherDatasetIsRefusedNamingIt) {
   o.checkpoint = t / "ck";
   std::ostringstream out;
   train_dataset(cora(), o, out);
-  convert(test::bundled("cora"), t / "rcm", {.reorder = NodeOrder::kRcm});  // the same graph, renumbered
+  convert(test::bundled("cora"), t / "rcm",
+          {.reorder = NodeOrder::kRcm});  // the same graph, renumbered
   o.resume = true;
   try {
     train_dataset(t / "rcm", o, out);
@@ -241,7 +249,9 @@ TEST(Trainer, AnOldCheckpointIsAClearError) {
     ADD_FAILURE() << "expected an error";
   } catch (const InputError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("epoch-2: checkpoint format version 1, this halo resumes version 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("epoch-2: checkpoint format version 1, this halo resumes version 2"),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("start a new checkpoint directory"), std::string::npos) << m;
   }
 }
@@ -263,7 +273,8 @@ TEST(Trainer, LogHasEpochRecordsAndASummary) {
   EXPECT_EQ(s["type"], "summary");
   EXPECT_EQ(s["metric"], "acc");
   EXPECT_EQ(s["runs"], 2);
-  for (const char* k : {"valid_mean", "valid_std", "test_mean", "test_std", "epoch_time_median_s", "peak_rss_mb"})
+  for (const char* k :
+       {"valid_mean", "valid_std", "test_mean", "test_std", "epoch_time_median_s", "peak_rss_mb"})
     EXPECT_TRUE(s.contains(k)) << k;
 }
 
@@ -323,7 +334,8 @@ TEST(Trainer, MultiLabelUsesBceAndRocAuc) {
   d.num_classes = 2;
   std::vector<std::int32_t> y(2708 * 7);
   for (std::size_t v = 0; v < 2708; ++v)
-    for (std::size_t k = 0; k < 7; ++k) y[v * 7 + k] = (v * 7 + k) % 97 == 0 ? -1 : c.labels[v] == std::int32_t(k);
+    for (std::size_t k = 0; k < 7; ++k)
+      y[v * 7 + k] = (v * 7 + k) % 97 == 0 ? -1 : c.labels[v] == std::int32_t(k);
   d.labels = Array<std::int32_t>(std::move(y));
   write_graph_dataset(d, t / "ml");
   TrainOptions o;
@@ -356,7 +368,8 @@ TEST(Trainer, BadOptionsAreParameterErrors) {
   EXPECT_THROW(train_dataset(cora(), o, out), ParamError);
   o.resume = false;
   EXPECT_THROW(parse_matmul_precision("fp16"), ParamError);  // the CLI's parse refuses it
-  o.matmul_precision = MatmulPrecision::kTf32;  // a tensor-core format: the CPU refuses rather than compute fp32
+  o.matmul_precision =
+      MatmulPrecision::kTf32;  // a tensor-core format: the CPU refuses rather than compute fp32
   EXPECT_THROW(train_dataset(cora(), o, out), SystemError);
   TempDir t;
   convert(test::bundled("metis/test.mgraph"), t / "nolabels", {});
@@ -389,7 +402,8 @@ void expect_gpu_matches_cpu(const fs::path& dataset, TrainOptions o) {
   ASSERT_EQ(la.size(), lb.size());
   for (std::size_t i = 0; i + 1 < la.size(); ++i) {
     const double x = la[i]["loss"], y = lb[i]["loss"];
-    EXPECT_LT(std::abs(x - y) / std::abs(x), 1e-4) << "epoch " << i + 1 << ": cpu " << x << " gpu " << y;
+    EXPECT_LT(std::abs(x - y) / std::abs(x), 1e-4)
+        << "epoch " << i + 1 << ": cpu " << x << " gpu " << y;
   }
   EXPECT_NEAR(a.test_mean, b.test_mean, 2e-3);
 }
@@ -448,7 +462,8 @@ TEST(NcclGpu, OneRankSendsToItselfAndReduces) {
   EXPECT_EQ(nccl->size(), 1);
   std::vector<float> host(4099);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i) * 0.5f - 7.f;
-  Matrix src(std::int64_t(host.size()), 1, 0.f, Device::kCuda), dst(std::int64_t(host.size()), 1, -1.f, Device::kCuda);
+  Matrix src(std::int64_t(host.size()), 1, 0.f, Device::kCuda),
+      dst(std::int64_t(host.size()), 1, -1.f, Device::kCuda);
   src.assign(host);
   const PeerBlock send{0, src.data(), host.size() * 4}, recv{0, dst.data(), host.size() * 4};
   nccl->exchange({&send, 1}, {&recv, 1}, 1)->wait();

@@ -3,8 +3,8 @@
 // graph nobody meant, and command-line mistakes. Each must either parse or stop within seconds
 // with exit 1 (bad data) or 2 (bad parameter) and one printable line "error: ..." naming the file
 // or flag and the problem, never "internal:", and leave nothing in the output's folder.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,17 +31,22 @@ using test::shell;
 std::string halo() { return test::configured("HALO_BINARY", HALO_BINARY); }
 
 // `halo args` under `timeout 30`: a hang shows as exit 124 instead of stalling the suite.
-Result run(const std::string& args, const fs::path& dir) { return shell("timeout 30 " + halo() + " " + args, dir); }
+Result run(const std::string& args, const fs::path& dir) {
+  return shell("timeout 30 " + halo() + " " + args, dir);
+}
 
 // Exit `code` (1: bad data, 2: bad parameter) within 10 s, and one printable line "error: ..."
 // holding every one of parts, without "internal:".
-void expect_refused(const Result& r, const std::string& what, const std::vector<std::string>& parts, int code = 1) {
+void expect_refused(const Result& r, const std::string& what, const std::vector<std::string>& parts,
+                    int code = 1) {
   EXPECT_EQ(r.code, code) << what << ": " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << ": " << r.err;
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << what << ": " << r.err;
   EXPECT_EQ(r.err.find("internal:"), std::string::npos) << what << ": " << r.err;
-  for (const auto& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << what << ": '" << p << "' not in: " << r.err;
-  const bool printable = std::all_of(r.err.begin(), r.err.end(), [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); });
+  for (const auto& p : parts)
+    EXPECT_NE(r.err.find(p), std::string::npos) << what << ": '" << p << "' not in: " << r.err;
+  const bool printable = std::all_of(r.err.begin(), r.err.end(),
+                                     [](char c) { return c == '\n' || (c >= 0x20 && c < 0x7f); });
   EXPECT_TRUE(printable) << what << ": stderr holds control or non-ASCII bytes";
   EXPECT_LT(r.seconds, 10.0) << what;
 }
@@ -55,8 +60,11 @@ void expect_nothing_written(const TempDir& t, const std::vector<std::string>& in
 
 // `halo convert IN -o t/out ARGS`, expected to be refused with nothing written.
 void expect_convert_refused(const TempDir& t, const fs::path& in, const std::string& what,
-                            const std::vector<std::string>& parts, int code = 1, const std::string& args = "") {
-  expect_refused(run("convert " + in.string() + " -o " + (t / "out").string() + " " + args, t.path()), what, parts, code);
+                            const std::vector<std::string>& parts, int code = 1,
+                            const std::string& args = "") {
+  expect_refused(
+      run("convert " + in.string() + " -o " + (t / "out").string() + " " + args, t.path()), what,
+      parts, code);
   expect_nothing_written(t, {in.filename().string()});
 }
 
@@ -86,7 +94,9 @@ TEST(BadTextInput, MetisLineLongerThanAReaderBlockParses) {
   ASSERT_GT(text.size(), std::size_t(4) << 20);
   for (int v = 2; v <= n; ++v) text += "1\n";
   test::write_text(t / "star.graph", text);
-  const Result r = run("convert " + (t / "star.graph").string() + " -o " + (t / "out").string() + " --json", t.path());
+  const Result r =
+      run("convert " + (t / "star.graph").string() + " -o " + (t / "out").string() + " --json",
+          t.path());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("\"nodes\":700000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"edges\":1399998"), std::string::npos) << r.out;
@@ -100,14 +110,16 @@ TEST(BadTextInput, OgbEdgeLineLongerThanAReaderBlock) {
   MiniOgb ogb;
   ogb.edges = "0,1\n1," + std::string(5 << 20, ' ') + "2\n2,3\n";
   ogb.write(t / "in");
-  const Result ok = run("convert " + (t / "in").string() + " -o " + (t / "out").string() + " --json", t.path());
+  const Result ok =
+      run("convert " + (t / "in").string() + " -o " + (t / "out").string() + " --json", t.path());
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("\"edges\":6"), std::string::npos) << ok.out;
   fs::remove_all(t / "out");
   ogb.edges = "0,1\n1," + std::string(5 << 20, '7') + "\n2,3\n";
   ogb.write(t / "in");
   const Result r = run("convert " + (t / "in").string() + " -o " + (t / "out").string(), t.path());
-  expect_refused(r, "5 MB id", {"raw/edge.csv.gz: line 2: expected an integer for destination id in column 2"});
+  expect_refused(r, "5 MB id",
+                 {"raw/edge.csv.gz: line 2: expected an integer for destination id in column 2"});
   EXPECT_LT(r.err.size(), 500u) << "the long field is echoed whole";
   expect_nothing_written(t, {"in"});
 }
@@ -118,11 +130,13 @@ TEST(BadTextInput, EndlessBinaryInputStopsAtOnce) {
   MiniOgb().write(t / "in");
   fs::remove(t / "in/raw/edge.csv.gz");
   fs::create_symlink("/dev/zero", t / "in/raw/edge.csv.gz");
-  expect_convert_refused(t, t / "in", "/dev/zero as gzip",
-                         {"raw/edge.csv.gz: not a gzip file: starts with bytes 00 00, gzip starts with 1f 8b"});
+  expect_convert_refused(
+      t, t / "in", "/dev/zero as gzip",
+      {"raw/edge.csv.gz: not a gzip file: starts with bytes 00 00, gzip starts with 1f 8b"});
   fs::remove_all(t / "in");
   fs::create_symlink("/dev/zero", t / "edges.txt");
-  expect_convert_refused(t, t / "edges.txt", "/dev/zero as text", {"edges.txt: line 1: binary data: byte 0x00"});
+  expect_convert_refused(t, t / "edges.txt", "/dev/zero as text",
+                         {"edges.txt: line 1: binary data: byte 0x00"});
 }
 
 // Text without a newline is refused once a line passes kMaxLineBytes (1 GiB), naming the limit.
@@ -147,9 +161,11 @@ TEST(BadTextInput, EndlessLineIsRefusedNamingTheLimit) {
     }
     close(fd);
   });
-  const Result r = run("convert " + fifo.string() + " --format edgelist -o " + (t / "out").string(), t.path());
+  const Result r =
+      run("convert " + fifo.string() + " --format edgelist -o " + (t / "out").string(), t.path());
   feed.join();
-  expect_refused(r, "endless line", {"endless.txt: line 1: line longer than 1024 MiB, the longest halo reads"});
+  expect_refused(r, "endless line",
+                 {"endless.txt: line 1: line longer than 1024 MiB, the longest halo reads"});
   expect_nothing_written(t, {"endless.txt"});
 }
 
@@ -162,17 +178,22 @@ TEST(BadTextInput, NonFiniteNumbersAreRefused) {
     ogb.feat = "0.5,1\n1.5,2\n2.5," + v + "\n3.5,4\n4.5,5\n";
     ogb.write(t / "in");
     expect_convert_refused(t, t / "in", "feature " + v,
-                           {"raw/node-feat.csv.gz: line 3: expected a ", " for a feature value in column 2, found '" + v + "'"});
+                           {"raw/node-feat.csv.gz: line 3: expected a ",
+                            " for a feature value in column 2, found '" + v + "'"});
     fs::remove_all(t / "in");
   }
   for (const std::string v : {"inf", "NaN", "1e400"}) {
     test::write_text(t / "k.txt", "% sym positive\n1 2 1 10\n2 3 " + v + " 11\n");
-    expect_convert_refused(t, t / "k.txt", "KONECT weight " + v, {"k.txt: line 3: expected a ", "weight in column 3"});
+    expect_convert_refused(t, t / "k.txt", "KONECT weight " + v,
+                           {"k.txt: line 3: expected a ", "weight in column 3"});
     test::write_text(t / "k.txt", "% sym positive\n1 2 1 10\n2 3 1 " + v + "\n");
-    expect_convert_refused(t, t / "k.txt", "KONECT time " + v, {"k.txt: line 3: expected a ", "timestamp in column 4"});
+    expect_convert_refused(t, t / "k.txt", "KONECT time " + v,
+                           {"k.txt: line 3: expected a ", "timestamp in column 4"});
     fs::remove(t / "k.txt");
-    test::write_text(t / "j.csv", "user_id,item_id,timestamp,state_label,f\n0,0,1,0,0.5\n0,1,2,0," + v + "\n");
-    expect_convert_refused(t, t / "j.csv", "JODIE feature " + v, {"j.csv: line 3: expected a ", "feature in column 5"});
+    test::write_text(t / "j.csv",
+                     "user_id,item_id,timestamp,state_label,f\n0,0,1,0,0.5\n0,1,2,0," + v + "\n");
+    expect_convert_refused(t, t / "j.csv", "JODIE feature " + v,
+                           {"j.csv: line 3: expected a ", "feature in column 5"});
     fs::remove(t / "j.csv");
   }
 }
@@ -181,14 +202,18 @@ TEST(BadTextInput, NonFiniteNumbersAreRefused) {
 TEST(BadTextInput, NonFiniteFlagsAreRefused) {
   TempDir t;
   const std::string out = (t / "out").string();
-  expect_refused(run("generate -o " + out + " --noise nan", t.path()), "--noise nan", {"--noise", "nan"}, 2);
-  expect_refused(run("generate -o " + out + " --avg-degree inf", t.path()), "--avg-degree inf", {"--avg-degree", "inf"}, 2);
-  expect_refused(run("train " + (t / "ds").string() + " --lr inf", t.path()), "--lr inf", {"--lr", "inf"}, 2);
-  expect_refused(run("train " + (t / "ds").string() + " --lr 1e999", t.path()), "--lr 1e999", {"--lr"}, 2);
-  expect_refused(run("tgn train " + (t / "ds").string() + " --memory-dim 1e9", t.path()), "--memory-dim 1e9",
-                 {"--memory-dim"}, 2);
-  expect_refused(run("generate -o " + out + " --avg-degree 4 --edges 100", t.path()), "--avg-degree and --edges",
-                 {"--avg-degree", "--edges"}, 2);
+  expect_refused(run("generate -o " + out + " --noise nan", t.path()), "--noise nan",
+                 {"--noise", "nan"}, 2);
+  expect_refused(run("generate -o " + out + " --avg-degree inf", t.path()), "--avg-degree inf",
+                 {"--avg-degree", "inf"}, 2);
+  expect_refused(run("train " + (t / "ds").string() + " --lr inf", t.path()), "--lr inf",
+                 {"--lr", "inf"}, 2);
+  expect_refused(run("train " + (t / "ds").string() + " --lr 1e999", t.path()), "--lr 1e999",
+                 {"--lr"}, 2);
+  expect_refused(run("tgn train " + (t / "ds").string() + " --memory-dim 1e9", t.path()),
+                 "--memory-dim 1e9", {"--memory-dim"}, 2);
+  expect_refused(run("generate -o " + out + " --avg-degree 4 --edges 100", t.path()),
+                 "--avg-degree and --edges", {"--avg-degree", "--edges"}, 2);
   expect_nothing_written(t, {});
 }
 
@@ -197,16 +222,20 @@ TEST(BadTextInput, NonFiniteFlagsAreRefused) {
 TEST(BadTextInput, StrayHugeIdIsRefused) {
   TempDir t;
   test::write_text(t / "e.txt", "0 1\n1 2\n2 594387432\n");
-  expect_convert_refused(t, t / "e.txt", "stray id",
-                         {"e.txt: line 3: node id 594387432 makes 594387433 nodes, but only 4 distinct ids appear",
-                          "--num-nodes", "--allow-sparse-ids"});
-  expect_convert_refused(t, t / "e.txt", "--num-nodes 3", {"e.txt: line 3: node id 594387432 out of range [0, 2]"}, 1,
+  expect_convert_refused(
+      t, t / "e.txt", "stray id",
+      {"e.txt: line 3: node id 594387432 makes 594387433 nodes, but only 4 distinct ids appear",
+       "--num-nodes", "--allow-sparse-ids"});
+  expect_convert_refused(t, t / "e.txt", "--num-nodes 3",
+                         {"e.txt: line 3: node id 594387432 out of range [0, 2]"}, 1,
                          "--num-nodes 3");
-  expect_convert_refused(t, t / "e.txt", "--num-nodes -1", {"--num-nodes", "[1, 2147483647]"}, 2, "--num-nodes -1");
+  expect_convert_refused(t, t / "e.txt", "--num-nodes -1", {"--num-nodes", "[1, 2147483647]"}, 2,
+                         "--num-nodes -1");
   expect_convert_refused(t, t / "e.txt", "--num-nodes 0", {"--num-nodes"}, 2, "--num-nodes 0");
   fs::remove(t / "e.txt");
   test::write_text(t / "k.txt", "% sym positive\n1 2 1 10\n2 594387432 1 11\n");
-  expect_convert_refused(t, t / "k.txt", "KONECT stray id", {"k.txt: line 3: node id 594387432 makes", "--allow-sparse-ids"});
+  expect_convert_refused(t, t / "k.txt", "KONECT stray id",
+                         {"k.txt: line 3: node id 594387432 makes", "--allow-sparse-ids"});
 }
 
 // Command-line parse errors are exit 2 with one line pointing at --help.
@@ -222,7 +251,8 @@ TEST(BadTextInput, CommandLineErrorsExitTwo) {
       {"generate -o " + out + " --nodes 0x10", "--nodes"},
       {"partition " + in + " -k two -o " + out, "--parts"},
       {"frobnicate", "frobnicate"}};
-  for (const auto& [args, named] : cases) expect_refused(run(args, t.path()), args, {named, "--help"}, 2);
+  for (const auto& [args, named] : cases)
+    expect_refused(run(args, t.path()), args, {named, "--help"}, 2);
   expect_nothing_written(t, {"e.txt"});
 }
 
@@ -231,8 +261,9 @@ TEST(BadTextInput, SymlinkLoopInputIsOneLine) {
   TempDir t;
   fs::create_symlink(t / "loop", t / "loop");
   const std::string loop = (t / "loop").string(), out = (t / "out").string();
-  for (const std::string& args : {"convert " + loop + " -o " + out, "info " + loop, "partition " + loop + " -k 2 -o " + out,
-                                  "train " + loop + " --epochs 1", "tgn train " + loop + " --epochs 1"}) {
+  for (const std::string& args :
+       {"convert " + loop + " -o " + out, "info " + loop, "partition " + loop + " -k 2 -o " + out,
+        "train " + loop + " --epochs 1", "tgn train " + loop + " --epochs 1"}) {
     const Result r = run(args, t.path());
     EXPECT_TRUE(r.code == 1 || r.code == 2) << args << ": " << r.code;
     expect_refused(r, args, {loop, "symbolic links"}, r.code);
@@ -246,14 +277,16 @@ TEST(BadTextInput, BinaryBytesNeverReachTheTerminal) {
   TempDir t;
   const std::string junk = "\x1b[2J\x1b]0;owned\x07\xff\xfe\r\n";
   test::write_text(t / "e.txt.gz", junk);
-  expect_convert_refused(t, t / "e.txt.gz", "junk .gz", {"e.txt.gz: not a gzip file: starts with bytes 1b 5b"});
+  expect_convert_refused(t, t / "e.txt.gz", "junk .gz",
+                         {"e.txt.gz: not a gzip file: starts with bytes 1b 5b"});
   fs::remove(t / "e.txt.gz");
   MiniOgb().write(t / "in");
   test::write_text(t / "in/raw/node-feat.csv.gz", junk);
   expect_convert_refused(t, t / "in", "junk node-feat", {"node-feat.csv.gz: not a gzip file"});
   fs::remove_all(t / "in");
   test::write_text(t / "e.txt", "0 1\n1 " + junk);
-  expect_convert_refused(t, t / "e.txt", "junk text", {"e.txt: line 2: expected an integer", "\\x1b"});
+  expect_convert_refused(t, t / "e.txt", "junk text",
+                         {"e.txt: line 2: expected an integer", "\\x1b"});
 }
 
 // Split files listing a node twice, or a test node also in train, are refused naming the file.
@@ -262,12 +295,14 @@ TEST(BadTextInput, OgbSplitsMustBeDisjoint) {
   MiniOgb ogb;
   ogb.train = "0\n1\n0\n";
   ogb.write(t / "in");
-  expect_convert_refused(t, t / "in", "duplicate", {"split/s/train.csv.gz: line 3: node id 0 listed twice"});
+  expect_convert_refused(t, t / "in", "duplicate",
+                         {"split/s/train.csv.gz: line 3: node id 0 listed twice"});
   ogb = MiniOgb();
   ogb.test = "3\n1\n";
   ogb.write(t / "in");
-  expect_convert_refused(t, t / "in", "overlap",
-                         {"split/s/test.csv.gz: line 2: node id 1 is also in train.csv.gz", "must be disjoint"});
+  expect_convert_refused(
+      t, t / "in", "overlap",
+      {"split/s/test.csv.gz: line 2: node id 1 is also in train.csv.gz", "must be disjoint"});
 }
 
 }  // namespace

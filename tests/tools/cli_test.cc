@@ -24,7 +24,8 @@ int lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n'
 
 TEST(Cli, ConvertAndInfoOnBundledCora) {
   TempDir t;
-  const Result c = run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t);
+  const Result c =
+      run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t);
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.err.find("peak memory"), std::string::npos) << c.err;
   const Result i = run("info --json " + (t / "cora").string(), t);
@@ -49,22 +50,29 @@ TEST(Cli, BadInputIsOneLineNonZeroAndLeavesNothing) {
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("bad.graph: line 1"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(t / "out"));
-  for (const auto& e : fs::directory_iterator(t.path())) EXPECT_EQ(e.path().filename(), "bad.graph");
+  for (const auto& e : fs::directory_iterator(t.path()))
+    EXPECT_EQ(e.path().filename(), "bad.graph");
 }
 
 TEST(Cli, ExistingOutputIsAParameterError) {
   TempDir t;
   fs::create_directories(t / "out");
-  const Result r = run("convert " + test::bundled("metis/test.mgraph").string() + " -o " + (t / "out").string(), t);
+  const Result r = run(
+      "convert " + test::bundled("metis/test.mgraph").string() + " -o " + (t / "out").string(), t);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
-  const Result f = run("convert " + test::bundled("metis/test.mgraph").string() + " -o " + (t / "out").string() + " --force", t);
+  const Result f = run("convert " + test::bundled("metis/test.mgraph").string() + " -o " +
+                           (t / "out").string() + " --force",
+                       t);
   EXPECT_EQ(f.code, 0) << f.err;
 }
 
 TEST(Cli, CorruptedDatasetIsReportedByInfo) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("metis/4elt.graph").string() + " -o " + (t / "g").string(), t).code, 0);
+  ASSERT_EQ(
+      run("convert " + test::bundled("metis/4elt.graph").string() + " -o " + (t / "g").string(), t)
+          .code,
+      0);
   std::string bytes = test::read_bytes(t / "g/indices.bin");
   bytes[1000] ^= 1;
   test::write_text(t / "g/indices.bin", bytes);
@@ -83,9 +91,11 @@ TEST(Cli, UnknownFlagsAndFormatsAreRejected) {
 
 TEST(Cli, PartitionReportsAndInfoReadsItBack) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  ASSERT_EQ(
+      run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
   const Result p = run("partition " + (t / "cora").string() + " -k 2 -o " + (t / "parts").string() +
-                           " --assignment-out " + (t / "cora.part.2").string(), t);
+                           " --assignment-out " + (t / "cora.part.2").string(),
+                       t);
   ASSERT_EQ(p.code, 0) << p.err;
   EXPECT_NE(p.out.find("edge cut"), std::string::npos) << p.out;
   EXPECT_NE(p.err.find("peak memory"), std::string::npos) << p.err;
@@ -98,14 +108,17 @@ TEST(Cli, PartitionReportsAndInfoReadsItBack) {
 
 TEST(Cli, ReorderWritesADatasetThatInfoVerifies) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
-  const Result r = run("reorder " + (t / "cora").string() + " -o " + (t / "cora-m").string() + " --block 300", t);
+  ASSERT_EQ(
+      run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  const Result r = run(
+      "reorder " + (t / "cora").string() + " -o " + (t / "cora-m").string() + " --block 300", t);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("edges within a window of 300 ids"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(run("info --json " + (t / "cora-m").string(), t).out);
   EXPECT_EQ(j["nodes"], 2708);
   EXPECT_EQ(j["reorder"], "metis");
-  const Result bad = run("reorder " + (t / "cora").string() + " -o " + (t / "x").string() + " --method spiral", t);
+  const Result bad =
+      run("reorder " + (t / "cora").string() + " -o " + (t / "x").string() + " --method spiral", t);
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_EQ(lines(bad.err), 1) << bad.err;
   EXPECT_FALSE(fs::exists(t / "x"));
@@ -113,10 +126,12 @@ TEST(Cli, ReorderWritesADatasetThatInfoVerifies) {
 
 TEST(Cli, PartitionBadParametersAreOneLine) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
-  for (const std::string args : {"-k 0", "-k 99999", "-k 2 --method spectral", "-k 2 --balance colour",
-                                 "-k 3 --part-weights 1,x,1"}) {
-    const Result r = run("partition " + (t / "cora").string() + " -o " + (t / "parts").string() + " " + args, t);
+  ASSERT_EQ(
+      run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  for (const std::string args : {"-k 0", "-k 99999", "-k 2 --method spectral",
+                                 "-k 2 --balance colour", "-k 3 --part-weights 1,x,1"}) {
+    const Result r =
+        run("partition " + (t / "cora").string() + " -o " + (t / "parts").string() + " " + args, t);
     EXPECT_EQ(r.code, 2) << args << ": " << r.err;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
     EXPECT_FALSE(fs::exists(t / "parts")) << args;
@@ -125,10 +140,12 @@ TEST(Cli, PartitionBadParametersAreOneLine) {
 
 TEST(Cli, TrainPrintsEpochsAndTheFinalAccuracy) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
+  ASSERT_EQ(
+      run("convert " + test::bundled("cora").string() + " -o " + (t / "cora").string(), t).code, 0);
   const Result r = run("train " + (t / "cora").string() +
                            " --preset planetoid-gcn --epochs 30 --hidden 8 --eval-every 10 --log " +
-                           (t / "log.jsonl").string(), t);
+                           (t / "log.jsonl").string(),
+                       t);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(lines(r.out), 3 + 1 + 1) << r.out;  // 3 evaluated epochs, the run line, the summary
   EXPECT_NE(r.out.find("accuracy over 1 run"), std::string::npos) << r.out;
@@ -142,7 +159,11 @@ TEST(Cli, TrainPrintsEpochsAndTheFinalAccuracy) {
 
 TEST(Cli, TemporalConvertAndInfo) {
   TempDir t;
-  ASSERT_EQ(run("convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + (t / "uci").string(), t).code, 0);
+  ASSERT_EQ(run("convert " + test::bundled("uci-messages/graph.txt").string() + " -o " +
+                    (t / "uci").string(),
+                t)
+                .code,
+            0);
   const auto j = nlohmann::json::parse(run("info --json " + (t / "uci").string(), t).out);
   EXPECT_EQ(j["kind"], "temporal");
   EXPECT_EQ(j["events"], 59835);
@@ -164,15 +185,21 @@ TEST(Cli, TgnTrainsOnAnEventStream) {
   std::string line;
   for (int i = 0; i < 6000 && std::getline(in, line); ++i) part << line << "\n";
   part.close();
-  ASSERT_EQ(run("convert " + (t / "uci.txt").string() + " --format konect -o " + (t / "uci").string(), t).code, 0);
+  ASSERT_EQ(
+      run("convert " + (t / "uci.txt").string() + " --format konect -o " + (t / "uci").string(), t)
+          .code,
+      0);
   const Result bank = run("tgn train " + (t / "uci").string() + " --model edgebank", t);
   ASSERT_EQ(bank.code, 0) << bank.err;
   EXPECT_NE(bank.out.find("edgebank: test AP"), std::string::npos) << bank.out;
   // People message the same people again: "seen before" beats chance clearly on this stream.
   const double bank_ap = std::stod(bank.out.substr(bank.out.find("test AP") + 8));
   EXPECT_GT(bank_ap, 0.6) << bank.out;
-  const Result tgn = run("tgn train " + (t / "uci").string() + " --epochs 1 --memory-dim 16 --embed-dim 16 --time-dim 16 "
-                         "--log " + (t / "log.jsonl").string(), t);
+  const Result tgn = run("tgn train " + (t / "uci").string() +
+                             " --epochs 1 --memory-dim 16 --embed-dim 16 --time-dim 16 "
+                             "--log " +
+                             (t / "log.jsonl").string(),
+                         t);
   ASSERT_EQ(tgn.code, 0) << tgn.err;
   std::ifstream log(t / "log.jsonl");
   std::vector<nlohmann::json> recs;
@@ -181,7 +208,8 @@ TEST(Cli, TgnTrainsOnAnEventStream) {
   EXPECT_EQ(recs[0]["type"], "epoch");
   const nlohmann::json& s = recs[1];
   EXPECT_EQ(s["type"], "summary");
-  for (const char* k : {"test_ap", "test_auc", "test_inductive_ap"}) {  // one epoch: no quality claim
+  for (const char* k :
+       {"test_ap", "test_auc", "test_inductive_ap"}) {  // one epoch: no quality claim
     EXPECT_GT(s[k].get<double>(), 0.0) << k;
     EXPECT_LE(s[k].get<double>(), 1.0) << k;
   }

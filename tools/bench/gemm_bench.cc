@@ -21,8 +21,10 @@ int main(int argc, char** argv) {
   int repeats = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--rows") n = std::stoll(argv[i + 1]);
-    else if (flag == "--repeats") repeats = std::stoi(argv[i + 1]);
+    if (flag == "--rows")
+      n = std::stoll(argv[i + 1]);
+    else if (flag == "--repeats")
+      repeats = std::stoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "usage: halo_bench_gemm [--rows N] [--repeats R]\n");
       return 2;
@@ -34,14 +36,18 @@ int main(int argc, char** argv) {
     const char* what;
   };
   // C (m x n) = op(A) op(B), op(A) m x k: the products of one epoch, in the order they run.
-  const std::vector<Shape> shapes = {
-      {false, false, n, 128, 256, "layer 0 forward: (A X) W"},  {false, false, n, 256, 256, "layer 1 forward: H W"},
-      {false, false, n, 256, 40, "layer 2 forward: H W"},       {true, false, 256, n, 40, "layer 2 weight gradient"},
-      {false, true, n, 40, 256, "layer 2 input gradient"},      {true, false, 256, n, 256, "layer 1 weight gradient"},
-      {false, true, n, 256, 256, "layer 1 input gradient"},     {true, false, 128, n, 256, "layer 0 weight gradient"}};
+  const std::vector<Shape> shapes = {{false, false, n, 128, 256, "layer 0 forward: (A X) W"},
+                                     {false, false, n, 256, 256, "layer 1 forward: H W"},
+                                     {false, false, n, 256, 40, "layer 2 forward: H W"},
+                                     {true, false, 256, n, 40, "layer 2 weight gradient"},
+                                     {false, true, n, 40, 256, "layer 2 input gradient"},
+                                     {true, false, 256, n, 256, "layer 1 weight gradient"},
+                                     {false, true, n, 256, 256, "layer 1 input gradient"},
+                                     {true, false, 128, n, 256, "layer 0 weight gradient"}};
   Backend& be = cpu_backend();
   const char* env = std::getenv("HALO_GEMM");
-  const char* fp32_gemm = env && std::string(env) == "openblas" ? "openblas" : "halo where AVX-512, else openblas";
+  const char* fp32_gemm =
+      env && std::string(env) == "openblas" ? "openblas" : "halo where AVX-512, else openblas";
   std::vector<std::pair<MatmulPrecision, double>> totals;
   for (MatmulPrecision p : {MatmulPrecision::kFp32, MatmulPrecision::kBf16}) {
     try {
@@ -52,7 +58,8 @@ int main(int argc, char** argv) {
     }
     double total = 0;
     for (const Shape& s : shapes) {
-      Matrix A(s.ta ? s.k : s.m, s.ta ? s.m : s.k), B(s.tb ? s.n : s.k, s.tb ? s.k : s.n), C(s.m, s.n);
+      Matrix A(s.ta ? s.k : s.m, s.ta ? s.m : s.k), B(s.tb ? s.n : s.k, s.tb ? s.k : s.n),
+          C(s.m, s.n);
       for (std::int64_t i = 0; i < A.size(); ++i) A.data()[i] = float(i % 113) * 0.01f - 0.5f;
       for (std::int64_t i = 0; i < B.size(); ++i) B.data()[i] = float(i % 71) * 0.01f - 0.3f;
       double best = 1e30;
@@ -62,9 +69,11 @@ int main(int argc, char** argv) {
         best = std::min(best, omp_get_wtime() - t0);
       }
       total += best;
-      std::printf("{\"precision\": \"%s\", \"fp32_gemm\": \"%s\", \"product\": \"%s\", \"seconds\": %.6f, "
-                  "\"gflop_per_s\": %.1f}\n",
-                  to_string(p), fp32_gemm, s.what, best, 2.0 * double(s.m) * double(s.k) * double(s.n) / best / 1e9);
+      std::printf(
+          "{\"precision\": \"%s\", \"fp32_gemm\": \"%s\", \"product\": \"%s\", \"seconds\": %.6f, "
+          "\"gflop_per_s\": %.1f}\n",
+          to_string(p), fp32_gemm, s.what, best,
+          2.0 * double(s.m) * double(s.k) * double(s.n) / best / 1e9);
     }
     std::printf("{\"precision\": \"%s\", \"epoch_gemm_seconds\": %.6f}\n", to_string(p), total);
     totals.emplace_back(p, total);

@@ -7,8 +7,8 @@
 //   halo_bench_spmm DATASET [--widths 40,128,256] [--repeats 5] [--device cpu|cuda]
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     const GraphDataset d = read_graph_dataset(argv[1]);
     const std::int64_t n = d.num_nodes();
     std::vector<std::int32_t> degree(static_cast<std::size_t>(n));
-    for (std::int64_t v = 0; v < n; ++v) degree[std::size_t(v)] = std::int32_t(d.graph.view().degree(NodeId(v)));
+    for (std::int64_t v = 0; v < n; ++v)
+      degree[std::size_t(v)] = std::int32_t(d.graph.view().degree(NodeId(v)));
     const GraphOperator op = gcn_operator(d.graph.view(), n, degree.data());
     const bool gpu = device == "cuda";
     const EdgeId nnz = op.fwd.view().nnz();
@@ -54,8 +55,8 @@ int main(int argc, char** argv) {
       if (gpu) device_synchronize();
       return std::chrono::steady_clock::now();
     };
-    const std::vector<std::string> kernels = gpu ? std::vector<std::string>{"alg3", "own", "alg2"}
-                                                 : std::vector<std::string>{"cpu"};
+    const std::vector<std::string> kernels =
+        gpu ? std::vector<std::string>{"alg3", "own", "alg2"} : std::vector<std::string>{"cpu"};
     for (const std::string& kernel : kernels) {
       for (std::int64_t f : widths) {
         DeviceSparse dev_a;  // a fresh upload: its plans are made with this kernel
@@ -78,12 +79,15 @@ int main(int argc, char** argv) {
           }
         }
         const double bytes = double(nnz) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
-        std::printf("{\"device\": \"%s\", \"kernel\": \"%s\", \"width\": %lld, \"seconds\": %.6f, \"gb_per_s\": %.3f, "
-                    "\"nnz\": %lld",
-                    device.c_str(), kernel.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
+        std::printf(
+            "{\"device\": \"%s\", \"kernel\": \"%s\", \"width\": %lld, \"seconds\": %.6f, "
+            "\"gb_per_s\": %.3f, "
+            "\"nnz\": %lld",
+            device.c_str(), kernel.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
         if (gpu) {
           const double copy_gbs = 2.0 * double(n * f) * 4 / copy_best / 1e9;  // read + write
-          std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs, bytes / best / 1e9 / copy_gbs);
+          std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs,
+                      bytes / best / 1e9 / copy_gbs);
         }
         std::printf("}\n");
       }

@@ -19,7 +19,8 @@ double seconds_of(auto&& f, int repeats) {
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -39,16 +40,19 @@ int main(int argc, char** argv) try {
   // Opening with checks = map + validation; with checksums too = map + CRC + validation. The
   // difference of the two is the CRC; validation alone is timed on the mapped arrays.
   auto report = [&](const std::string& what, double open_s, double crc_open_s, double validate_s) {
-    std::printf("{\"what\": \"%s\", \"open_unverified_s\": %.4f, \"open_verified_s\": %.4f, \"checksums_s\": %.4f, "
-                "\"validate_s\": %.4f, \"validate_vs_checksums\": %.3f}\n",
-                what.c_str(), open_s, crc_open_s, crc_open_s - open_s, validate_s,
-                validate_s / std::max(1e-9, crc_open_s - open_s));
+    std::printf(
+        "{\"what\": \"%s\", \"open_unverified_s\": %.4f, \"open_verified_s\": %.4f, "
+        "\"checksums_s\": %.4f, "
+        "\"validate_s\": %.4f, \"validate_vs_checksums\": %.3f}\n",
+        what.c_str(), open_s, crc_open_s, crc_open_s - open_s, validate_s,
+        validate_s / std::max(1e-9, crc_open_s - open_s));
   };
   if (!is_parts_dir(path)) {
     const double open_s = seconds_of([&] { (void)read_graph_dataset(path, lazy); }, repeats);
     const double crc_s = seconds_of([&] { (void)read_graph_dataset(path); }, repeats);
     const GraphDataset d = read_graph_dataset(path, lazy);
-    report(path.filename().string(), open_s, crc_s, seconds_of([&] { validate_graph_dataset(d, path); }, repeats));
+    report(path.filename().string(), open_s, crc_s,
+           seconds_of([&] { validate_graph_dataset(d, path); }, repeats));
     return 0;
   }
   const int k = read_parts_meta(path).at("k").get<int>();
@@ -57,7 +61,8 @@ int main(int argc, char** argv) try {
     const double open_s = seconds_of([&] { (void)read_part(path, r, lazy); }, repeats);
     const double crc_s = seconds_of([&] { (void)read_part(path, r); }, repeats);
     const Part p = read_part(path, r, lazy);
-    report(pd.filename().string(), open_s, crc_s, seconds_of([&] { validate_part(p, pd); }, repeats));
+    report(pd.filename().string(), open_s, crc_s,
+           seconds_of([&] { validate_part(p, pd); }, repeats));
   }
   return 0;
 } catch (const std::exception& e) {

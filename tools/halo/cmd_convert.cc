@@ -29,7 +29,8 @@ Action add_convert(CLI::App& app) {
   cmd->add_option("--num-nodes", a->opt.num_nodes, "Edge lists: node count (default: max id + 1)")
       ->check(int_range(1, kMaxNodes));
   cmd->add_flag("--allow-sparse-ids", a->opt.allow_sparse_ids,
-                "Edge and event lists: size the graph by the largest id even when it is over 100x the ids used");
+                "Edge and event lists: size the graph by the largest id even when it is over 100x "
+                "the ids used");
   cmd->add_option("--name", a->opt.name, "Dataset name (default: the input's name)");
   cmd->add_flag("-f,--force", a->opt.overwrite, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the conversion report as JSON on stdout");
@@ -39,10 +40,14 @@ Action add_convert(CLI::App& app) {
     const ConvertReport r = convert(a->input, a->output, a->opt);
     const double mbps = r.seconds > 0 ? double(r.text_bytes) / r.seconds / 1e6 : 0;
     if (a->json) {
-      const nlohmann::json j = {{"format", format_name(r.format)}, {"kind", r.kind},
-                                {"nodes", r.nodes},                {"edges", r.edges},
-                                {"events", r.events},              {"text_bytes", r.text_bytes},
-                                {"seconds", r.seconds},            {"text_mb_per_s", mbps},
+      const nlohmann::json j = {{"format", format_name(r.format)},
+                                {"kind", r.kind},
+                                {"nodes", r.nodes},
+                                {"edges", r.edges},
+                                {"events", r.events},
+                                {"text_bytes", r.text_bytes},
+                                {"seconds", r.seconds},
+                                {"text_mb_per_s", mbps},
                                 {"peak_rss_bytes", peak_rss_bytes()}};
       std::printf("%s\n", j.dump().c_str());
     }
@@ -52,10 +57,10 @@ Action add_convert(CLI::App& app) {
                     (long long)r.events, (long long)r.nodes, format_name(r.format),
                     a->output.c_str());
     else
-      std::snprintf(what, sizeof what, "convert: %lld nodes, %lld edges (%s) -> %s%s",
-                    (long long)r.nodes, (long long)r.edges, format_name(r.format),
-                    a->output.c_str(),
-                    r.text_bytes ? (", " + std::to_string(int(mbps)) + " MB/s of text").c_str() : "");
+      std::snprintf(
+          what, sizeof what, "convert: %lld nodes, %lld edges (%s) -> %s%s", (long long)r.nodes,
+          (long long)r.edges, format_name(r.format), a->output.c_str(),
+          r.text_bytes ? (", " + std::to_string(int(mbps)) + " MB/s of text").c_str() : "");
     print_footer(what, r.seconds);
     return 0;
   };

@@ -26,7 +26,8 @@ Action add_export(CLI::App& app) {
     require_dataset(a->dataset);
     resolve_file_output(a->output, {a->dataset});  // not a device, not the dataset (staging.h)
     const GraphDataset d = read_graph_dataset(a->dataset);
-    if (d.directed) throw ParamError("METIS files hold undirected graphs; this dataset is directed");
+    if (d.directed)
+      throw ParamError("METIS files hold undirected graphs; this dataset is directed");
     write_metis(a->output, d.graph.view(), a->weights ? d.node_weights.data() : nullptr,
                 a->weights ? d.ncon : 0);
     print_footer("export: " + a->output, clock.seconds());

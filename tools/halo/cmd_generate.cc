@@ -16,16 +16,19 @@ Action add_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate a synthetic learnable graph (SBM)");
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
   cmd->add_option("--nodes", a->opt.nodes, "Number of nodes")->capture_default_str();
-  auto* degree = cmd->add_option("--avg-degree", a->opt.avg_degree, "Average degree (undirected edges = nodes*D/2)")
+  auto* degree = cmd->add_option("--avg-degree", a->opt.avg_degree,
+                                 "Average degree (undirected edges = nodes*D/2)")
                      ->capture_default_str();
   // Both would mean two edge counts; one of them would be silently ignored.
-  cmd->add_option("--edges", a->opt.edges, "Exact number of undirected edges (instead of --avg-degree)")
+  cmd->add_option("--edges", a->opt.edges,
+                  "Exact number of undirected edges (instead of --avg-degree)")
       ->excludes(degree);
   cmd->add_option("--features", a->opt.features, "Feature dimension")->capture_default_str();
   cmd->add_option("--classes", a->opt.classes, "Number of classes (blocks)")->capture_default_str();
   cmd->add_option("--homophily", a->opt.homophily, "Share of edges inside a class")
       ->capture_default_str();
-  cmd->add_option("--noise", a->opt.noise, "Feature noise standard deviation")->capture_default_str();
+  cmd->add_option("--noise", a->opt.noise, "Feature noise standard deviation")
+      ->capture_default_str();
   cmd->add_option("--locality", a->opt.locality,
                   "Share of edges drawn inside the source's neighbourhood (0 = off)")
       ->capture_default_str();

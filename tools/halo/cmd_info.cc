@@ -36,8 +36,9 @@ Action add_info(CLI::App& app) {
       } catch (const nlohmann::json::exception& e) {
         throw InputError(a->path + "/meta.json: malformed quality report: " + e.what());
       }
-      std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(), meta["k"].get<int>(),
-                  meta.value("method", std::string()).c_str(), meta["dataset"].value("name", "").c_str(),
+      std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(),
+                  meta["k"].get<int>(), meta.value("method", std::string()).c_str(),
+                  meta["dataset"].value("name", "").c_str(),
                   meta.value("dataset_path", std::string()).c_str());
       std::printf("%s", report.c_str());
       return 0;

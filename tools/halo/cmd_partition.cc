@@ -30,12 +30,15 @@ Action add_partition(CLI::App& app) {
   cmd->add_option("--ptype", a->ptype, "METIS scheme: auto (rb for K=2, else kway)|kway|rb")
       ->capture_default_str();
   cmd->add_option("--part-weights", a->weights, "Target share of each part, e.g. 2,1,1");
-  cmd->add_option("--ufactor", a->opt.ufactor, "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
+  cmd->add_option("--ufactor", a->opt.ufactor,
+                  "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
   cmd->add_flag("--contiguous", a->opt.contiguous, "METIS: make every part contiguous");
   cmd->add_option("--passes", a->opt.passes, "Fennel: streaming passes")->capture_default_str();
   cmd->add_option("--seed", a->opt.seed, "Random seed")->capture_default_str();
-  cmd->add_option("--split", a->opt.split, "Split whose train nodes --balance train uses (default: first)");
-  cmd->add_option("--assignment-out", a->assignment, "Write one part id per line (gpmetis .part.K format)");
+  cmd->add_option("--split", a->opt.split,
+                  "Split whose train nodes --balance train uses (default: first)");
+  cmd->add_option("--assignment-out", a->assignment,
+                  "Write one part id per line (gpmetis .part.K format)");
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   return [a] {

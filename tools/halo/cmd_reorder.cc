@@ -20,12 +20,15 @@ Action add_reorder(CLI::App& app) {
     bool force = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("reorder", "Renumber a dataset's nodes so that neighbours sit close (SpMM locality)");
+  auto* cmd = app.add_subcommand(
+      "reorder", "Renumber a dataset's nodes so that neighbours sit close (SpMM locality)");
   cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
   cmd->add_option("-o,--output", a->output, "Dataset directory to create")->required();
-  cmd->add_option("--method", a->method, "metis (parts of --block nodes, numbered part by part) | rcm")
+  cmd->add_option("--method", a->method,
+                  "metis (parts of --block nodes, numbered part by part) | rcm")
       ->capture_default_str();
-  cmd->add_option("--block", a->block, "Nodes per METIS part (rows of X that should stay in cache together)")
+  cmd->add_option("--block", a->block,
+                  "Nodes per METIS part (rows of X that should stay in cache together)")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "METIS seed")->capture_default_str();
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
@@ -33,7 +36,8 @@ Action add_reorder(CLI::App& app) {
     require_dataset(a->dataset);
     const LocalityMethod method = parse_locality_method(a->method);
     Stopwatch clock;
-    resolve_dir_output(a->output, "halo-dataset", a->force, {a->dataset});  // never the input (staging.h)
+    resolve_dir_output(a->output, "halo-dataset", a->force,
+                       {a->dataset});  // never the input (staging.h)
     GraphDataset d = read_graph_dataset(a->dataset);
     const double before = window_locality(d.graph.view(), a->block);
     reorder_dataset(d, locality_order(d, method, a->block, a->seed));
@@ -42,7 +46,8 @@ Action add_reorder(CLI::App& app) {
     const nlohmann::json extra = {{"source", {{"format", "native"}, {"path", a->dataset}}}};
     write_graph_dataset(d, a->output, a->force, &extra);
     std::printf("reorder: %lld nodes by %s; edges within a window of %lld ids: %.1f%% -> %.1f%%\n",
-                (long long)d.num_nodes(), to_string(method), (long long)a->block, 100 * before, 100 * after);
+                (long long)d.num_nodes(), to_string(method), (long long)a->block, 100 * before,
+                100 * after);
     print_footer("reorder: " + a->output, clock.seconds());
     return 0;
   };

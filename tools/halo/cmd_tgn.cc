@@ -22,32 +22,46 @@ Action add_tgn(CLI::App& app) {
   auto c = std::make_shared<Choices>();
   auto* tgn = app.add_subcommand("tgn", "Temporal GNNs on event streams");
   tgn->require_subcommand(1);
-  auto* cmd = tgn->add_subcommand("train", "Train TGN (or score EdgeBank) for link prediction on a temporal dataset");
-  cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")->required();
-  cmd->add_option("--model", c->model, "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
+  auto* cmd = tgn->add_subcommand(
+      "train", "Train TGN (or score EdgeBank) for link prediction on a temporal dataset");
+  cmd->add_option("dataset", *path, "Temporal dataset (halo convert --format konect|snap|jodie)")
+      ->required();
+  cmd->add_option("--model", c->model,
+                  "tgn | jodie (tgn with --embedding time) | edgebank (memoryless floor)")
       ->capture_default_str();
   cmd->add_option("--parallel", c->parallel,
-                  "Across ranks: exact (same model as one process) | segments (independent memories per time segment)")
+                  "Across ranks: exact (same model as one process) | segments (independent "
+                  "memories per time segment)")
       ->capture_default_str();
-  cmd->add_option("--aggregator", c->aggregator, "last | mean: a node's messages between its memory updates")
+  cmd->add_option("--aggregator", c->aggregator,
+                  "last | mean: a node's messages between its memory updates")
       ->capture_default_str();
-  cmd->add_option("--embedding", c->embedding, "attn (temporal attention) | identity (the memory) | time (JODIE)")
+  cmd->add_option("--embedding", c->embedding,
+                  "attn (temporal attention) | identity (the memory) | time (JODIE)")
       ->capture_default_str();
   // Widths bounded far above any published model (TGN uses 100-172) so that a typo is an
   // error, not an allocation of nodes x width x several floats.
-  cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")->capture_default_str()->check(int_range(1, kMaxWidth));
-  cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")->capture_default_str()->check(int_range(1, kMaxWidth));
-  cmd->add_option("--time-dim", o->time_dim, "Time encoding width")->capture_default_str()->check(int_range(1, kMaxWidth));
+  cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxWidth));
+  cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxWidth));
+  cmd->add_option("--time-dim", o->time_dim, "Time encoding width")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxWidth));
   cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")
       ->capture_default_str()
       ->check(int_range(1, 4096));
-  cmd->add_option("--neighbors-before", c->neighbors_before,
-                  "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
+  cmd->add_option(
+         "--neighbors-before", c->neighbors_before,
+         "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
       ->capture_default_str();
   cmd->add_option("--batch-size", o->batch_size, "Events per batch")->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
   cmd->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--patience", o->patience, "Stop after this many epochs without a better validation AP")
+  cmd->add_option("--patience", o->patience,
+                  "Stop after this many epochs without a better validation AP")
       ->capture_default_str();
   cmd->add_flag("--learn-time-frequencies", o->learn_time_frequencies,
                 "Train the time encoding's frequencies too (TGN's original; less stable)");
@@ -56,13 +70,16 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--max-train-events", o->max_train_events,
                   "Train on at most this many events per epoch (0 = all; throughput runs)")
       ->capture_default_str();
-  cmd->add_option("--eval-negatives", o->eval_negatives,
-                  "Also rank each evaluation event against N uniform negatives and report MRR (0 = off)")
+  cmd->add_option(
+         "--eval-negatives", o->eval_negatives,
+         "Also rank each evaluation event against N uniform negatives and report MRR (0 = off)")
       ->capture_default_str();
-  cmd->add_flag("--skip-eval", o->skip_eval, "No validation or test pass (throughput runs; no AP is reported)");
+  cmd->add_flag("--skip-eval", o->skip_eval,
+                "No validation or test pass (throughput runs; no AP is reported)");
   cmd->add_option("--log", *log, "JSON-lines log");
   auto ck = std::make_shared<std::string>();
-  cmd->add_option("--checkpoint", *ck, "Save parameters and optimiser state here after every epoch");
+  cmd->add_option("--checkpoint", *ck,
+                  "Save parameters and optimiser state here after every epoch");
   cmd->add_flag("--resume", o->resume, "Continue from the newest epoch in --checkpoint");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
   return [o, c, path, log, ck] {
@@ -78,16 +95,20 @@ Action add_tgn(CLI::App& app) {
     const TgnSummary s = train_tgn(*path, world(), *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     if (o->skip_eval) {
-      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", to_string(o->model), s.events_per_s);
+      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", to_string(o->model),
+                  s.events_per_s);
       print_footer("tgn train", clock.seconds());
       return 0;
     }
     std::printf(
-        "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; pooled AP %.4f, "
+        "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; "
+        "pooled AP %.4f, "
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",
-        to_string(o->model), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc, s.test_ap_pooled,
-        s.test_inductive_ap_pooled, s.best_epoch, s.events_per_s);
-    if (o->eval_negatives > 0) std::printf("%s: test MRR %.4f against %lld negatives\n", to_string(o->model), s.test_mrr, (long long)o->eval_negatives);
+        to_string(o->model), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc,
+        s.test_ap_pooled, s.test_inductive_ap_pooled, s.best_epoch, s.events_per_s);
+    if (o->eval_negatives > 0)
+      std::printf("%s: test MRR %.4f against %lld negatives\n", to_string(o->model), s.test_mrr,
+                  (long long)o->eval_negatives);
     print_footer("tgn train", clock.seconds());
     return 0;
   };

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <memory>
+#include <sstream>
 
 #include "commands.h"
 #include "halo/graph/error.h"
@@ -63,31 +63,40 @@ void print_dry_run(const std::string& path, const TrainOptions& o) {
 
 Action add_train(CLI::App& app) {
   struct Args {
-    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, halo_dtype = "f32", device = "cpu",
-                matmul_precision = "fp32";
-    int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10, staleness = 0;
+    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions,
+                                 halo_dtype = "f32", device = "cpu", matmul_precision = "fp32";
+    int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10,
+        staleness = 0;
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
-    bool batch_norm = false, norm_features = false, input_dropout = false, resume = false, quiet = false,
-         profile = false, dry_run = false;
+    bool batch_norm = false, norm_features = false, input_dropout = false, resume = false,
+         quiet = false, profile = false, dry_run = false;
     std::uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("train", "Train a GNN on a dataset (full batch)");
-  cmd->add_option("dataset", a->dataset,
-                  "Native dataset directory (one process), or PARTS from halo partition (mpirun -np K)")
+  cmd->add_option(
+         "dataset", a->dataset,
+         "Native dataset directory (one process), or PARTS from halo partition (mpirun -np K)")
       ->required();
-  auto* preset = cmd->add_option("--preset", a->preset,
-                                 "planetoid-gcn | ogbn-arxiv-gcn | ogbn-products-gcn | ogbn-proteins-gcn");
+  auto* preset =
+      cmd->add_option("--preset", a->preset,
+                      "planetoid-gcn | ogbn-arxiv-gcn | ogbn-products-gcn | ogbn-proteins-gcn");
   std::vector<std::pair<CLI::Option*, std::function<void(TrainOptions&)>>> overrides;
-  auto over = [&](CLI::Option* o, std::function<void(TrainOptions&)> set) { overrides.emplace_back(o, std::move(set)); };
+  auto over = [&](CLI::Option* o, std::function<void(TrainOptions&)> set) {
+    overrides.emplace_back(o, std::move(set));
+  };
   over(cmd->add_option("--model", a->model, "gcn | sage")->capture_default_str(),
        [a](TrainOptions& t) { t.model.kind = parse_model_kind(a->model); });
   // Depth and width bounded far above any published model (deep GCNs reach ~100 layers, widths
   // a few thousand) so that a typo is an error, not an allocation of nodes x width floats.
-  over(cmd->add_option("--layers", a->layers, "Number of layers")->capture_default_str()->check(int_range(1, 1024)),
+  over(cmd->add_option("--layers", a->layers, "Number of layers")
+           ->capture_default_str()
+           ->check(int_range(1, 1024)),
        [a](TrainOptions& t) { t.model.layers = a->layers; });
-  over(cmd->add_option("--hidden", a->hidden, "Hidden width")->capture_default_str()->check(int_range(1, 65536)),
+  over(cmd->add_option("--hidden", a->hidden, "Hidden width")
+           ->capture_default_str()
+           ->check(int_range(1, 65536)),
        [a](TrainOptions& t) { t.model.hidden = a->hidden; });
   over(cmd->add_option("--dropout", a->dropout, "Dropout probability")->capture_default_str(),
        [a](TrainOptions& t) { t.model.dropout = a->dropout; });
@@ -97,7 +106,8 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.model.batch_norm = a->batch_norm; });
   over(cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str(),
        [a](TrainOptions& t) { t.lr = a->lr; });
-  over(cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay (Adam)")->capture_default_str(),
+  over(cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay (Adam)")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.weight_decay = a->weight_decay; });
   over(cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str(),
        [a](TrainOptions& t) { t.epochs = a->epochs; });
@@ -107,47 +117,61 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.split = a->split; });
   over(cmd->add_option("--seed", a->seed, "Seed of the first run")->capture_default_str(),
        [a](TrainOptions& t) { t.seed = a->seed; });
-  over(cmd->add_option("--runs", a->runs, "Runs with seeds S..S+R-1 (mean ± std reported)")->capture_default_str(),
+  over(cmd->add_option("--runs", a->runs, "Runs with seeds S..S+R-1 (mean ± std reported)")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.runs = a->runs; });
-  over(cmd->add_option("--eval-every", a->eval_every, "Evaluate every N epochs")->capture_default_str(),
+  over(cmd->add_option("--eval-every", a->eval_every, "Evaluate every N epochs")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.eval_every = a->eval_every; });
-  over(cmd->add_option("--threads", a->threads, "OpenMP threads (0 = default)")->capture_default_str(),
+  over(cmd->add_option("--threads", a->threads, "OpenMP threads (0 = default)")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.threads = a->threads; });
-  over(cmd->add_option("--log", a->log, "JSON-lines log file"), [a](TrainOptions& t) { t.log = a->log; });
+  over(cmd->add_option("--log", a->log, "JSON-lines log file"),
+       [a](TrainOptions& t) { t.log = a->log; });
   over(cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint directory"),
        [a](TrainOptions& t) { t.checkpoint = a->checkpoint; });
-  over(cmd->add_option("--checkpoint-every", a->checkpoint_every, "Checkpoint every N epochs")->capture_default_str(),
+  over(cmd->add_option("--checkpoint-every", a->checkpoint_every, "Checkpoint every N epochs")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.checkpoint_every = a->checkpoint_every; });
   over(cmd->add_flag("--resume", a->resume, "Continue from --checkpoint"),
        [a](TrainOptions& t) { t.resume = a->resume; });
-  over(cmd->add_option("--predictions-out", a->predictions, "Write the best model's outputs (.npy)"),
-       [a](TrainOptions& t) { t.predictions_out = a->predictions; });
-  over(cmd->add_flag("-q,--quiet", a->quiet, "No per-epoch lines"), [a](TrainOptions& t) { t.quiet = a->quiet; });
+  over(
+      cmd->add_option("--predictions-out", a->predictions, "Write the best model's outputs (.npy)"),
+      [a](TrainOptions& t) { t.predictions_out = a->predictions; });
+  over(cmd->add_flag("-q,--quiet", a->quiet, "No per-epoch lines"),
+       [a](TrainOptions& t) { t.quiet = a->quiet; });
   over(cmd->add_flag("--profile", a->profile, "Time every kernel and print the table"),
        [a](TrainOptions& t) { t.profile = a->profile; });
-  over(cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")->capture_default_str(),
+  over(cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")
+           ->capture_default_str(),
        [a](TrainOptions& t) { t.device = parse_device_choice(a->device); });
   over(cmd->add_option("--matmul-precision", a->matmul_precision,
-                       "Inputs of the matrix products: fp32 (exact) | bf16 (CPU with AVX-512 BF16, or GPU) | tf32 "
+                       "Inputs of the matrix products: fp32 (exact) | bf16 (CPU with AVX-512 BF16, "
+                       "or GPU) | tf32 "
                        "(GPU); sums stay float32")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.matmul_precision = parse_matmul_precision(a->matmul_precision); });
-  over(cmd->add_option("--halo-dtype", a->halo_dtype, "Halo payload: f32 (exact) | bf16 (half the bytes)")
+  over(cmd->add_option("--halo-dtype", a->halo_dtype,
+                       "Halo payload: f32 (exact) | bf16 (half the bytes)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_dtype = parse_halo_dtype(a->halo_dtype); });
   over(cmd->add_option("--halo-staleness", a->staleness,
-                       "0 (exact) | 1: use the previous epoch's halo rows, overlapping the exchange (PipeGCN)")
+                       "0 (exact) | 1: use the previous epoch's halo rows, overlapping the "
+                       "exchange (PipeGCN)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_staleness = a->staleness; });
-  cmd->add_flag("--dry-run", a->dry_run,
-                "Print every rank's predicted peak memory (from the parts' sizes) and exit without training");
+  cmd->add_flag(
+      "--dry-run", a->dry_run,
+      "Print every rank's predicted peak memory (from the parts' sizes) and exit without training");
   return [a, preset, overrides] {
     Communicator& comm = world();
     const bool parts = is_parts_dir(a->dataset);
     if (!parts && comm.size() > 1)
-      throw ParamError(a->dataset + " is a dataset, which trains on one process; for " + std::to_string(comm.size()) +
-                       " ranks split it first: halo partition " + a->dataset + " -k " + std::to_string(comm.size()) +
-                       " -o PARTS, then mpirun -np " + std::to_string(comm.size()) + " halo train PARTS");
+      throw ParamError(a->dataset + " is a dataset, which trains on one process; for " +
+                       std::to_string(comm.size()) + " ranks split it first: halo partition " +
+                       a->dataset + " -k " + std::to_string(comm.size()) +
+                       " -o PARTS, then mpirun -np " + std::to_string(comm.size()) +
+                       " halo train PARTS");
     TrainOptions opt;
     opt.model.kind = parse_model_kind(a->model);
     opt.model.layers = a->layers;
@@ -164,23 +188,29 @@ Action add_train(CLI::App& app) {
     }
     std::ostringstream quiet;  // ranks other than 0 print nothing
     std::ostream& out = comm.rank() == 0 ? std::cout : quiet;
-    const TrainSummary s = parts ? train_parts(a->dataset, comm, opt, out) : train_dataset(a->dataset, opt, out);
+    const TrainSummary s =
+        parts ? train_parts(a->dataset, comm, opt, out) : train_dataset(a->dataset, opt, out);
     if (comm.rank() != 0) return 0;
     char line[256];
-    std::snprintf(line, sizeof line, "%s over %zu run%s: valid %.4f ± %.4f, test %.4f ± %.4f; median epoch %.4f s\n",
-                  s.metric == "acc" ? "accuracy" : "ROC-AUC", s.runs.size(), s.runs.size() == 1 ? "" : "s",
-                  s.valid_mean, s.valid_std, s.test_mean, s.test_std, s.epoch_time_median_s);
+    std::snprintf(line, sizeof line,
+                  "%s over %zu run%s: valid %.4f ± %.4f, test %.4f ± %.4f; median epoch %.4f s\n",
+                  s.metric == "acc" ? "accuracy" : "ROC-AUC", s.runs.size(),
+                  s.runs.size() == 1 ? "" : "s", s.valid_mean, s.valid_std, s.test_mean, s.test_std,
+                  s.epoch_time_median_s);
     std::cout << line;
     if (s.ranks > 1) {
       std::snprintf(line, sizeof line,
-                    "%d ranks: halo exchange %.2f MB per epoch; median epoch: compute %.4f s, halo wait %.4f s, "
+                    "%d ranks: halo exchange %.2f MB per epoch; median epoch: compute %.4f s, halo "
+                    "wait %.4f s, "
                     "all-reduce %.4f s (slowest rank)\n",
-                    s.ranks, s.halo_bytes_per_epoch / 1e6, s.compute_s, s.halo_wait_s, s.allreduce_s);
+                    s.ranks, s.halo_bytes_per_epoch / 1e6, s.compute_s, s.halo_wait_s,
+                    s.allreduce_s);
       std::cout << line;
       std::cout << "per rank: owned + halo rows, peak memory:";
       for (std::size_t r = 0; r < s.rank_peak_rss_mb.size(); ++r) {
-        std::snprintf(line, sizeof line, "%s %lld + %lld, %.0f MiB", r ? ";" : "", (long long)s.rank_owned_rows[r],
-                      (long long)s.rank_halo_rows[r], s.rank_peak_rss_mb[r]);
+        std::snprintf(line, sizeof line, "%s %lld + %lld, %.0f MiB", r ? ";" : "",
+                      (long long)s.rank_owned_rows[r], (long long)s.rank_halo_rows[r],
+                      s.rank_peak_rss_mb[r]);
         std::cout << line;
       }
       std::cout << "\n";

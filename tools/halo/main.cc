@@ -50,7 +50,8 @@ CLI::Validator finite_number() {
         errno = 0;
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size()) return "expected a number, found '" + printable(s, 40) + "'";
+        if (s.empty() || end != s.c_str() + s.size())
+          return "expected a number, found '" + printable(s, 40) + "'";
         if (!std::isfinite(v) || (errno == ERANGE && std::fabs(v) > 1))
           return "expected a finite number, found '" + printable(s, 40) + "'";
         return {};
@@ -62,7 +63,8 @@ CLI::Validator decimal_integer(bool non_negative) {
   return CLI::Validator(
       [non_negative](std::string& s) -> std::string {
         std::size_t i = s.size() > 1 && (s[0] == '-' || s[0] == '+') ? 1 : 0;
-        const bool digits = i < s.size() && s.find_first_not_of("0123456789", i) == std::string::npos;
+        const bool digits =
+            i < s.size() && s.find_first_not_of("0123456789", i) == std::string::npos;
         // CLI11 reads integers with base 0: "010" would be 8 and "0x10" 16, which nobody means.
         if (!digits || (s.size() - i > 1 && s[i] == '0'))
           return "expected a decimal integer, found '" + printable(s, 40) + "'";
@@ -76,18 +78,20 @@ CLI::Validator int_range(std::int64_t lo, std::int64_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {
         std::int64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(s.data() + (!s.empty() && s[0] == '+' ? 1 : 0), s.data() + s.size(), v);
+        const auto [ptr, ec] =
+            std::from_chars(s.data() + (!s.empty() && s[0] == '+' ? 1 : 0), s.data() + s.size(), v);
         if (ec == std::errc() && ptr == s.data() + s.size() && v >= lo && v <= hi) return {};
-        return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], found '" +
-               printable(s, 40) + "'";
+        return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+               "], found '" + printable(s, 40) + "'";
       },
       "", "range");
 }
 
 void require_dataset(const std::string& path) {
   if (is_parts_dir(path))
-    throw ParamError(path + " is a partition (halo partition's output); this command reads a dataset "
-                            "(halo convert's or halo generate's output)");
+    throw ParamError(path +
+                     " is a partition (halo partition's output); this command reads a dataset "
+                     "(halo convert's or halo generate's output)");
 }
 
 void check_number_flags(CLI::App& app) {
@@ -110,8 +114,8 @@ int fail(int code, const std::string& what) {
   if (comm.size() > 1) {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    std::fprintf(stderr, "error: rank %d of %d on %s: %s (aborting the job)\n", comm.rank(), comm.size(), host,
-                 halo::printable(what, 4096).c_str());
+    std::fprintf(stderr, "error: rank %d of %d on %s: %s (aborting the job)\n", comm.rank(),
+                 comm.size(), host, halo::printable(what, 4096).c_str());
     std::fflush(stderr);
     halo::abort_job(code);
   }
@@ -164,8 +168,10 @@ int main(int argc, char** argv) {
     // CLI11 reports a mistyped command as "A subcommand is required": name the word instead.
     if (app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-') {
       std::string known;
-      for (CLI::App* sc : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + sc->get_name();
-      return fail(2, "unknown command '" + std::string(argv[1]) + "' (expected " + known + "; see halo --help)");
+      for (CLI::App* sc : app.get_subcommands({}))
+        known += (known.empty() ? "" : ", ") + sc->get_name();
+      return fail(2, "unknown command '" + std::string(argv[1]) + "' (expected " + known +
+                         "; see halo --help)");
     }
     // One line and exit 2 like every bad parameter, not CLI11's codes (104-114) and hint.
     return fail(2, std::string(e.what()) + " (see " + parsed_command(app) + " --help)");

@@ -25,18 +25,21 @@ void init_uniform(Param& p, float bound, std::uint64_t seed, std::uint64_t strea
   const PhiloxKey key = philox_key(seed, kStreamInit + stream);
   for (std::int64_t i = 0; i < p.value.rows(); ++i)
     for (std::int64_t j = 0; j < p.value.cols(); ++j)
-      p.value.at(i, j) = (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * bound;
+      p.value.at(i, j) =
+          (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * bound;
 }
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 
 }  // namespace
 
-TimeEncoder::TimeEncoder(std::int64_t dim) : dim_(dim), w_(zero_param(1, dim)), b_(zero_param(1, dim)) {
+TimeEncoder::TimeEncoder(std::int64_t dim)
+    : dim_(dim), w_(zero_param(1, dim)), b_(zero_param(1, dim)) {
   w_.name = "time.w";
   b_.name = "time.b";
   for (std::int64_t k = 0; k < dim; ++k)
-    w_.value.at(0, k) = float(std::pow(10.0, -9.0 * double(k) / double(std::max<std::int64_t>(1, dim - 1))));
+    w_.value.at(0, k) =
+        float(std::pow(10.0, -9.0 * double(k) / double(std::max<std::int64_t>(1, dim - 1))));
 }
 
 void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
@@ -53,7 +56,8 @@ void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
   const double* bd = b.data();
   float* out_data = out.data();
   float* sin_data = sin_.data();
-#pragma omp parallel for schedule(static) firstprivate(wd, bd, out_data, sin_data, dim) if (n * dim > 4096)
+#pragma omp parallel for schedule(static) \
+    firstprivate(wd, bd, out_data, sin_data, dim) if (n * dim > 4096)
   for (std::int64_t i = 0; i < n; ++i) {
     float* o = out_data + i * dim;
     float* si = sin_data + i * dim;
@@ -94,8 +98,12 @@ void TimeEncoder::backward(const Matrix& dout) {
 }
 
 GruCell::GruCell(std::int64_t in, std::int64_t hidden, std::uint64_t seed, std::uint64_t stream)
-    : in_(in), hid_(hidden), w_(zero_param(in, 3 * hidden)), u_(zero_param(hidden, 3 * hidden)),
-      bw_(zero_param(1, 3 * hidden)), bu_(zero_param(1, 3 * hidden)) {
+    : in_(in),
+      hid_(hidden),
+      w_(zero_param(in, 3 * hidden)),
+      u_(zero_param(hidden, 3 * hidden)),
+      bw_(zero_param(1, 3 * hidden)),
+      bu_(zero_param(1, 3 * hidden)) {
   const float bound = float(1.0 / std::sqrt(double(hidden)));
   init_uniform(w_, bound, seed, stream * 4);
   init_uniform(u_, bound, seed, stream * 4 + 1);
@@ -177,7 +185,8 @@ void GruCell::backward(Backend& be, const MatrixView& dh_out, Matrix& dx, Matrix
 namespace halo {
 namespace {
 
-Param linear_weight(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream, const char* name) {
+Param linear_weight(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream,
+                    const char* name) {
   Param p = zero_param(in, out);
   init_uniform(p, float(1.0 / std::sqrt(double(in))), seed, stream);
   p.name = name;
@@ -198,7 +207,8 @@ void linear(Backend& be, const MatrixView& x, const Param& w, const Param& b, Ma
 }
 
 // dW += X^T dY, db += colsum(dY), dX = dY W^T (when dx is given).
-void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Param& w, Param& b, Matrix* dx) {
+void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Param& w, Param& b,
+                     Matrix* dx) {
   be.gemm(true, false, 1.f, x, dy, 1.f, w.grad.view());
   std::vector<float> s(std::size_t(dy.cols));
   be.column_sums(dy, s.data());
@@ -211,16 +221,28 @@ void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Par
 
 }  // namespace
 
-TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk, std::int64_t dout, int heads,
-                                     std::uint64_t seed, std::uint64_t stream)
-    : dh_(dh), dq_(dq), dk_(dk), dout_(dout), heads_(heads),
-      wq_(linear_weight(dq, dq, seed, stream * 16 + 0, "attn.wq")), bq_(bias(dq, "attn.bq")),
-      wk_(linear_weight(dk, dq, seed, stream * 16 + 1, "attn.wk")), bk_(bias(dq, "attn.bk")),
-      wv_(linear_weight(dk, dq, seed, stream * 16 + 2, "attn.wv")), bv_(bias(dq, "attn.bv")),
-      wo_(linear_weight(dq, dq, seed, stream * 16 + 3, "attn.wo")), bo_(bias(dq, "attn.bo")),
-      w1_(linear_weight(dq + dh, dout, seed, stream * 16 + 4, "merge.w1")), b1_(bias(dout, "merge.b1")),
-      w2_(linear_weight(dout, dout, seed, stream * 16 + 5, "merge.w2")), b2_(bias(dout, "merge.b2")) {
-  if (heads < 1 || dq % heads != 0) throw ParamError("attention: the query width must divide into the heads");
+TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk,
+                                     std::int64_t dout, int heads, std::uint64_t seed,
+                                     std::uint64_t stream)
+    : dh_(dh),
+      dq_(dq),
+      dk_(dk),
+      dout_(dout),
+      heads_(heads),
+      wq_(linear_weight(dq, dq, seed, stream * 16 + 0, "attn.wq")),
+      bq_(bias(dq, "attn.bq")),
+      wk_(linear_weight(dk, dq, seed, stream * 16 + 1, "attn.wk")),
+      bk_(bias(dq, "attn.bk")),
+      wv_(linear_weight(dk, dq, seed, stream * 16 + 2, "attn.wv")),
+      bv_(bias(dq, "attn.bv")),
+      wo_(linear_weight(dq, dq, seed, stream * 16 + 3, "attn.wo")),
+      bo_(bias(dq, "attn.bo")),
+      w1_(linear_weight(dq + dh, dout, seed, stream * 16 + 4, "merge.w1")),
+      b1_(bias(dout, "merge.b1")),
+      w2_(linear_weight(dout, dout, seed, stream * 16 + 5, "merge.w2")),
+      b2_(bias(dout, "merge.b2")) {
+  if (heads < 1 || dq % heads != 0)
+    throw ParamError("attention: the query width must divide into the heads");
 }
 
 std::vector<Param*> TemporalAttention::params() {
@@ -231,11 +253,12 @@ void TemporalAttention::zero_grad() {
   for (Param* p : params()) p->grad.fill(0.f);
 }
 
-void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k, const MatrixView& h,
-                                Matrix& z) {
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
+                                const MatrixView& h, Matrix& z) {
   const std::int64_t B = q.rows, dhd = dq_ / heads_, slots = B * k;
   const std::int64_t dn = kv.nodes.cols, ds = dk_ - dn;
-  if (dn > dk_ || (ds > 0 && kv.slots.cols != ds)) throw ParamError("attention: key/value widths do not add up");
+  if (dn > dk_ || (ds > 0 && kv.slots.cols != ds))
+    throw ParamError("attention: key/value widths do not add up");
   k_ = k;
   dn_ = dn;
   // Compact rows: only slots with a neighbour get a key and a value.
@@ -299,7 +322,8 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
         a[j] = 0.f;
         if (rows[j] < 0) continue;
         float s = 0;
-        for (std::int64_t c = 0; c < dhd; ++c) s += Q_.at(i, hd * dhd + c) * K_.at(rows[j], hd * dhd + c);
+        for (std::int64_t c = 0; c < dhd; ++c)
+          s += Q_.at(i, hd * dhd + c) * K_.at(rows[j], hd * dhd + c);
         a[j] = s * scale;
         mx = any ? std::max(mx, a[j]) : a[j];
         any = true;
@@ -311,7 +335,8 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       for (int j = 0; j < k; ++j) {
         a[j] = rows[j] >= 0 ? float(a[j] / sum) : 0.f;
         if (rows[j] < 0) continue;
-        for (std::int64_t c = 0; c < dhd; ++c) ctx_.at(i, hd * dhd + c) += a[j] * V_.at(rows[j], hd * dhd + c);
+        for (std::int64_t c = 0; c < dhd; ++c)
+          ctx_.at(i, hd * dhd + c) += a[j] * V_.at(rows[j], hd * dhd + c);
       }
     }
   linear(be, ctx_.view(), wo_, bo_, att_);
@@ -332,8 +357,8 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
   linear(be, hid_.view(), w2_, b2_, z);
 }
 
-void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots,
-                                 Matrix& dh) {
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes,
+                                 Matrix& dslots, Matrix& dh) {
   const std::int64_t B = dz.rows, dhd = dq_ / heads_, dn = dn_, ds = dk_ - dn_;
   const int k = k_;
   const std::int64_t sv = std::int64_t(slot_of_.size());
@@ -405,8 +430,10 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
     be.gemm(true, false, 1.f, slots_.view(), dK.view(), 1.f, wk_.grad.view().rows_range(dn, dk_));
     be.gemm(true, false, 1.f, slots_.view(), dV.view(), 1.f, wv_.grad.view().rows_range(dn, dk_));
     dslots_c_.resize(sv, ds);
-    be.gemm(false, true, 1.f, dK.view(), wk_.value.view().rows_range(dn, dk_), 0.f, dslots_c_.view());
-    be.gemm(false, true, 1.f, dV.view(), wv_.value.view().rows_range(dn, dk_), 1.f, dslots_c_.view());
+    be.gemm(false, true, 1.f, dK.view(), wk_.value.view().rows_range(dn, dk_), 0.f,
+            dslots_c_.view());
+    be.gemm(false, true, 1.f, dV.view(), wv_.value.view().rows_range(dn, dk_), 1.f,
+            dslots_c_.view());
     be.scatter_add_rows(dslots_c_.view(), slot_of_.data(), sv, dslots.view());
   }
   // The node part: each node's slots summed first, then one row per node.
@@ -424,18 +451,20 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   be.gemm(false, true, 1.f, dVn_.view(), wv_.value.view().rows_range(0, dn), 1.f, dnodes.view());
 }
 
-void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
-                                int k, const MatrixView& h, Matrix& z) {
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const MatrixView& kv,
+                                const std::uint8_t* valid, int k, const MatrixView& h, Matrix& z) {
   // Every slot its own node: the factored path with U = B * k and no per-slot columns.
   whole_.resize(static_cast<std::size_t>(kv.rows));
-  for (std::int64_t r = 0; r < kv.rows; ++r) whole_[std::size_t(r)] = valid[r] ? std::int32_t(r) : -1;
+  for (std::int64_t r = 0; r < kv.rows; ++r)
+    whole_[std::size_t(r)] = valid[r] ? std::int32_t(r) : -1;
   KeyValueInput in;
   in.nodes = kv;
   in.node = whole_.data();
   forward(be, q, in, k, h, z);
 }
 
-void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh) {
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv,
+                                 Matrix& dh) {
   backward(be, dz, dq, dkv, dslots_empty_, dh);
 }
 

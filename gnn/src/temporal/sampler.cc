@@ -10,28 +10,31 @@
 
 namespace halo {
 
-TemporalCsr build_temporal_csr(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,
-                               std::int64_t n, const std::uint8_t* keep) {
+TemporalCsr build_temporal_csr(std::int64_t num_nodes, const NodeId* src, const NodeId* dst,
+                               const double* time, std::int64_t n, const std::uint8_t* keep) {
   TemporalCsr g;
   g.num_nodes = num_nodes;
   g.offsets.assign(std::size_t(num_nodes) + 1, 0);
   for (std::int64_t e = 0; e < n; ++e) {
     if (e > 0 && time[e] < time[e - 1])
-      throw ParamError("events are not sorted by time: event " + std::to_string(e) + " is earlier than event " +
-                       std::to_string(e - 1));
+      throw ParamError("events are not sorted by time: event " + std::to_string(e) +
+                       " is earlier than event " + std::to_string(e - 1));
     if (src[e] < 0 || src[e] >= num_nodes || dst[e] < 0 || dst[e] >= num_nodes)
-      throw ParamError("event " + std::to_string(e) + " has a node id outside [0, " + std::to_string(num_nodes) + ")");
+      throw ParamError("event " + std::to_string(e) + " has a node id outside [0, " +
+                       std::to_string(num_nodes) + ")");
     if (keep && !keep[e]) continue;
     ++g.offsets[std::size_t(src[e]) + 1];
     if (dst[e] != src[e]) ++g.offsets[std::size_t(dst[e]) + 1];  // a self-event is listed once
   }
-  for (std::int64_t v = 0; v < num_nodes; ++v) g.offsets[std::size_t(v) + 1] += g.offsets[std::size_t(v)];
+  for (std::int64_t v = 0; v < num_nodes; ++v)
+    g.offsets[std::size_t(v) + 1] += g.offsets[std::size_t(v)];
   const auto total = static_cast<std::size_t>(g.offsets.back());
   g.neighbor.resize(total);
   g.event.resize(total);
   g.time.resize(total);
   std::vector<EdgeId> at(g.offsets.begin(), g.offsets.end() - 1);
-  auto put = [&](NodeId v, NodeId u, std::int64_t e) {  // events in time order: each list stays sorted
+  auto put = [&](NodeId v, NodeId u,
+                 std::int64_t e) {  // events in time order: each list stays sorted
     const std::size_t p = std::size_t(at[std::size_t(v)]++);
     g.neighbor[p] = u;
     g.event[p] = e;
@@ -55,8 +58,8 @@ void RecentSampler::reset() { ptr_.assign(std::size_t(g_.num_nodes), 0); }
 // One implementation for both kinds of bound: `list` is the per-entry key array (times or event
 // ids, non-decreasing within a node) and limits[i] the exclusive bound of query i.
 template <class Key>
-void RecentSampler::sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits, std::int64_t n,
-                              NeighborBatch& out) {
+void RecentSampler::sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits,
+                              std::int64_t n, NeighborBatch& out) {
   out.k = k_;
   out.node.assign(std::size_t(n * k_), -1);
   out.event.assign(std::size_t(n * k_), -1);
@@ -91,17 +94,19 @@ void RecentSampler::sample_by(const std::vector<Key>& list, const NodeId* nodes,
   }
 }
 
-void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_t n, NeighborBatch& out) {
+void RecentSampler::sample(const NodeId* nodes, const double* times, std::int64_t n,
+                           NeighborBatch& out) {
   sample_by(g_.time, nodes, times, n, out);
 }
 
-void RecentSampler::sample_before(const NodeId* nodes, const EdgeId* limits, std::int64_t n, NeighborBatch& out) {
+void RecentSampler::sample_before(const NodeId* nodes, const EdgeId* limits, std::int64_t n,
+                                  NeighborBatch& out) {
   sample_by(g_.event, nodes, limits, n, out);
 }
 
-TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,
-                                  std::int64_t n, std::uint64_t seed, double valid_q, double test_q,
-                                  double new_node_fraction) {
+TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst,
+                                  const double* time, std::int64_t n, std::uint64_t seed,
+                                  double valid_q, double test_q, double new_node_fraction) {
   if (n < 3) throw ParamError("a temporal split needs at least 3 events");
   TemporalSplit s;
   s.events = n;
@@ -114,9 +119,11 @@ TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, con
   s.new_node.assign(std::size_t(num_nodes), 0);
   const PhiloxKey key = philox_key(seed, kStreamInit + 0x7e57);
   std::vector<std::uint8_t> later(std::size_t(num_nodes), 0);
-  for (std::int64_t e = s.train_end; e < n; ++e) later[std::size_t(src[e])] = later[std::size_t(dst[e])] = 1;
+  for (std::int64_t e = s.train_end; e < n; ++e)
+    later[std::size_t(src[e])] = later[std::size_t(dst[e])] = 1;
   for (std::int64_t v = 0; v < num_nodes; ++v)
-    if (later[std::size_t(v)] && philox_uniform(key, std::uint64_t(v), 0) < new_node_fraction) s.new_node[std::size_t(v)] = 1;
+    if (later[std::size_t(v)] && philox_uniform(key, std::uint64_t(v), 0) < new_node_fraction)
+      s.new_node[std::size_t(v)] = 1;
   s.train_keep.assign(std::size_t(n), 0);
   std::vector<std::uint8_t> seen(std::size_t(num_nodes), 0);
   for (std::int64_t e = 0; e < s.train_end; ++e) {

@@ -45,22 +45,31 @@ void source_gap_statistics(const EventStream& s, double& mean, double& std_dev) 
 }  // namespace
 
 Tgn::Tgn(const EventStream& events, const TgnConfig& config)
-    : events_(events), config_(config), memory_dim_(config.memory_dim), time_dim_(config.time_dim),
+    : events_(events),
+      config_(config),
+      memory_dim_(config.memory_dim),
+      time_dim_(config.time_dim),
       edge_dim_(events.de),
-      embed_dim_(config.embedding == TgnEmbedding::kAttention ? config.embed_dim : config.memory_dim),
-      time_encoder_(config.time_dim), memory_updater_(2 * memory_dim_ + edge_dim_ + time_dim_, memory_dim_, config.seed, 1),
-      attention_(memory_dim_, memory_dim_ + time_dim_, memory_dim_ + edge_dim_ + time_dim_, embed_dim_, config.heads,
-                 config.seed, 2),
-      pred_w1_(make_param(2 * embed_dim_, embed_dim_, "pred.w1")), pred_b1_(make_param(1, embed_dim_, "pred.b1")),
-      pred_w2_(make_param(embed_dim_, 1, "pred.w2")), pred_b2_(make_param(1, 1, "pred.b2")),
-      time_proj_w_(make_param(1, memory_dim_, "time_proj.w")), time_proj_b_(make_param(1, memory_dim_, "time_proj.b")) {
+      embed_dim_(config.embedding == TgnEmbedding::kAttention ? config.embed_dim
+                                                              : config.memory_dim),
+      time_encoder_(config.time_dim),
+      memory_updater_(2 * memory_dim_ + edge_dim_ + time_dim_, memory_dim_, config.seed, 1),
+      attention_(memory_dim_, memory_dim_ + time_dim_, memory_dim_ + edge_dim_ + time_dim_,
+                 embed_dim_, config.heads, config.seed, 2),
+      pred_w1_(make_param(2 * embed_dim_, embed_dim_, "pred.w1")),
+      pred_b1_(make_param(1, embed_dim_, "pred.b1")),
+      pred_w2_(make_param(embed_dim_, 1, "pred.w2")),
+      pred_b2_(make_param(1, 1, "pred.b2")),
+      time_proj_w_(make_param(1, memory_dim_, "time_proj.w")),
+      time_proj_b_(make_param(1, memory_dim_, "time_proj.b")) {
   source_gap_statistics(events, gap_mean_, gap_std_);
   const PhiloxKey key = philox_key(config.seed, kStreamInit + 3);
   auto init = [&](Param& p, std::uint64_t off) {
     const float bound = float(1.0 / std::sqrt(double(p.value.rows())));
     for (std::int64_t i = 0; i < p.value.rows(); ++i)
       for (std::int64_t j = 0; j < p.value.cols(); ++j)
-        p.value.at(i, j) = (2.f * philox_uniform(key, std::uint64_t(i) + off, std::uint32_t(j)) - 1.f) * bound;
+        p.value.at(i, j) =
+            (2.f * philox_uniform(key, std::uint64_t(i) + off, std::uint32_t(j)) - 1.f) * bound;
   };
   init(pred_w1_, 0);
   init(pred_w2_, 1u << 20);
@@ -91,9 +100,9 @@ void Tgn::reset() {
   neighbor_row_.assign(std::size_t(events_.nodes), -1);
 }
 
-double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids, BatchSlice slice,
-                  const std::vector<NodeId>& neg, bool train, std::vector<float>* pos_scores,
-                  std::vector<float>* neg_scores) {
+double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids,
+                  BatchSlice slice, const std::vector<NodeId>& neg, bool train,
+                  std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
   const bool attention = config_.embedding == TgnEmbedding::kAttention;
   BatchShape& b = shape_;
   b.events = std::int64_t(ids.size());
@@ -109,13 +118,17 @@ double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::in
   sample_neighbors(sampler, ids);
   encode_time_gaps(ids);
   update_memory(be);
-  if (attention) embed_by_attention(be);
-  else embed_by_projection(ids);
+  if (attention)
+    embed_by_attention(be);
+  else
+    embed_by_projection(ids);
   const double loss = score_links(be, pos_scores, neg_scores);
   if (train) {
     backward_predictor(be);
-    if (attention) backward_attention(be);
-    else backward_projection();
+    if (attention)
+      backward_attention(be);
+    else
+      backward_projection();
     backward_memory_update(be);
   }
   return loss;
@@ -128,7 +141,8 @@ void Tgn::index_pending() {
   std::vector<NodeId>& pending = messages_.pending;
   std::sort(pending.begin(), pending.end());
   shape_.pending = std::int64_t(pending.size());
-  for (std::int64_t i = 0; i < shape_.pending; ++i) pending_row_[std::size_t(pending[std::size_t(i)])] = std::int32_t(i);
+  for (std::int64_t i = 0; i < shape_.pending; ++i)
+    pending_row_[std::size_t(pending[std::size_t(i)])] = std::int32_t(i);
 }
 
 // The slice's queries: sources, then destinations, then negative j of every event for each j.
@@ -173,19 +187,23 @@ void Tgn::encode_time_gaps(const std::vector<std::int64_t>& ids) {
   for (std::int64_t p = 0; p < np; ++p)
     message_begin_[std::size_t(p + 1)] =
         message_begin_[std::size_t(p)] + messages_.count[std::size_t(pending[std::size_t(p)])];
-  const std::int64_t nm = message_begin_[std::size_t(np)], mb = Q + Q * k;  // messages, where their rows start
+  const std::int64_t nm = message_begin_[std::size_t(np)],
+                     mb = Q + Q * k;  // messages, where their rows start
   shape_.message_codes = mb;
   gaps_.assign(std::size_t(mb + nm), 0.0);
   for (std::int64_t i = 0; i < Q; ++i)
     for (int j = 0; j < k; ++j)
       if (j < neighbors_.count[std::size_t(i)])
-        gaps_[std::size_t(Q + i * k + j)] = event_time(ids, i) - neighbors_.time[std::size_t(i * k + j)];
+        gaps_[std::size_t(Q + i * k + j)] =
+            event_time(ids, i) - neighbors_.time[std::size_t(i * k + j)];
   for (std::int64_t p = 0; p < np; ++p) {
     const NodeId v = pending[std::size_t(p)];
-    for (std::int64_t m = message_begin_[std::size_t(p)]; m < message_begin_[std::size_t(p + 1)]; ++m)
+    for (std::int64_t m = message_begin_[std::size_t(p)]; m < message_begin_[std::size_t(p + 1)];
+         ++m)
       gaps_[std::size_t(mb + m)] =
-          (messages_.mean ? messages_.times[std::size_t(v)][std::size_t(m - message_begin_[std::size_t(p)])]
-                          : messages_.time[std::size_t(v)]) -
+          (messages_.mean
+               ? messages_.times[std::size_t(v)][std::size_t(m - message_begin_[std::size_t(p)])]
+               : messages_.time[std::size_t(v)]) -
           memory_.last_update[std::size_t(v)];
   }
   time_encoder_.forward(gaps_.data(), std::int64_t(gaps_.size()), time_codes_);
@@ -203,7 +221,8 @@ void Tgn::update_memory(Backend& be) {
     const NodeId v = pending[std::size_t(p)];
     float* r = gru_input_.data() + p * gru_input_.cols();
     // Stored sums over the node's messages, divided by their count (1 for "last").
-    const std::int64_t m0 = message_begin_[std::size_t(p)], cnt = message_begin_[std::size_t(p + 1)] - m0;
+    const std::int64_t m0 = message_begin_[std::size_t(p)],
+                       cnt = message_begin_[std::size_t(p + 1)] - m0;
     const float inv = 1.f / float(cnt);
     std::copy_n(messages_.self.data() + v * dm, dm, r);
     for (std::int64_t c = 0; c < dm; ++c) r[dm + c] = messages_.other.data()[v * dm + c] * inv;
@@ -216,8 +235,10 @@ void Tgn::update_memory(Backend& be) {
       for (std::int64_t c = 0; c < dt; ++c) rt[c] *= inv;
     std::copy_n(memory_.rows.data() + v * dm, dm, gru_prev_.data() + p * dm);
   }
-  if (np > 0) memory_updater_.forward(be, gru_input_.view(), gru_prev_.view(), updated_memory_);
-  else updated_memory_.resize(0, dm);
+  if (np > 0)
+    memory_updater_.forward(be, gru_input_.view(), gru_prev_.view(), updated_memory_);
+  else
+    updated_memory_.resize(0, dm);
 }
 
 // A node's memory as this batch sees it: updated when it was pending, stored otherwise.
@@ -249,7 +270,8 @@ void Tgn::embed_by_attention(Backend& be) {
   const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
   neighbor_memory_.resize(nu, dm);
   for (std::int64_t u = 0; u < nu; ++u) {
-    std::copy_n(memory_of(distinct_neighbors_[std::size_t(u)]), dm, neighbor_memory_.data() + u * dm);
+    std::copy_n(memory_of(distinct_neighbors_[std::size_t(u)]), dm,
+                neighbor_memory_.data() + u * dm);
     neighbor_row_[std::size_t(distinct_neighbors_[std::size_t(u)])] = -1;
   }
   slot_features_.resize(Q * k, de + dt);
@@ -287,8 +309,8 @@ void Tgn::embed_by_projection(const std::vector<std::int64_t>& ids) {
       std::copy_n(m, dm, zi);
       continue;
     }
-    const double since =
-        pending_row_[std::size_t(v)] >= 0 ? messages_.time[std::size_t(v)] : memory_.last_update[std::size_t(v)];
+    const double since = pending_row_[std::size_t(v)] >= 0 ? messages_.time[std::size_t(v)]
+                                                           : memory_.last_update[std::size_t(v)];
     const float delta = float((event_time(ids, i) - since - gap_mean_) / gap_std_);
     query_gaps_[std::size_t(i)] = delta;
     for (std::int64_t c = 0; c < dm; ++c)
@@ -298,7 +320,8 @@ void Tgn::embed_by_projection(const std::vector<std::int64_t>& ids) {
 
 // Step 3: the MLP's logits for (src, dst) then (src, negative j) for each j, their sigmoid
 // scores, the loss and d(loss)/d(logit).
-double Tgn::score_links(Backend& be, std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
+double Tgn::score_links(Backend& be, std::vector<float>* pos_scores,
+                        std::vector<float>* neg_scores) {
   const std::int64_t B = shape_.size, N = shape_.negatives, dz = embed_dim_;
   const std::int64_t pairs = (1 + N) * B;
   pairs_.resize(pairs, 2 * dz);
@@ -310,7 +333,8 @@ double Tgn::score_links(Backend& be, std::vector<float>* pos_scores, std::vector
     for (std::int64_t j = 0; j < N; ++j) {
       const std::int64_t row = (1 + j) * B + i;
       std::copy_n(embeddings_.data() + i * dz, dz, pairs_.data() + row * 2 * dz);
-      std::copy_n(embeddings_.data() + (2 * B + j * B + i) * dz, dz, pairs_.data() + row * 2 * dz + dz);
+      std::copy_n(embeddings_.data() + (2 * B + j * B + i) * dz, dz,
+                  pairs_.data() + row * 2 * dz + dz);
     }
   }
   hidden_.resize(pairs, dz);
@@ -372,14 +396,16 @@ void Tgn::add_memory_gradient(NodeId v, const float* g) {
 void Tgn::backward_attention(Backend& be) {
   const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_;
   const int k = shape_.neighbors;
-  attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_, d_query_memory_);
+  attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_,
+                      d_query_memory_);
   for (std::int64_t i = 0; i < Q; ++i) {
     add_memory_gradient(query_nodes_[std::size_t(i)], d_queries_.data() + i * d_queries_.cols());
     add_memory_gradient(query_nodes_[std::size_t(i)], d_query_memory_.data() + i * dm);
     std::copy_n(d_queries_.data() + i * d_queries_.cols() + dm, dt, d_time_codes_.data() + i * dt);
     for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
       const std::int64_t r = i * k + j;
-      std::copy_n(d_slots_.data() + r * d_slots_.cols() + de, dt, d_time_codes_.data() + (Q + r) * dt);
+      std::copy_n(d_slots_.data() + r * d_slots_.cols() + de, dt,
+                  d_time_codes_.data() + (Q + r) * dt);
     }
   }
   for (std::int64_t u = 0; u < std::int64_t(distinct_neighbors_.size()); ++u)
@@ -400,7 +426,8 @@ void Tgn::backward_projection() {
     const float* m = memory_of(v);
     const float delta = query_gaps_[std::size_t(i)];
     for (std::int64_t c = 0; c < dm; ++c) {
-      g[std::size_t(c)] = gz[c] * (1.f + time_proj_w_.value.data()[c] * delta + time_proj_b_.value.data()[c]);
+      g[std::size_t(c)] =
+          gz[c] * (1.f + time_proj_w_.value.data()[c] * delta + time_proj_b_.value.data()[c]);
       time_proj_w_.grad.data()[c] += gz[c] * m[c] * delta;
       time_proj_b_.grad.data()[c] += gz[c] * m[c];
     }
@@ -414,10 +441,12 @@ void Tgn::backward_memory_update(Backend& be) {
   if (np > 0) {
     memory_updater_.backward(be, d_updated_memory_.view(), d_gru_input_, d_gru_prev_);
     for (std::int64_t p = 0; p < np; ++p) {
-      const std::int64_t m0 = message_begin_[std::size_t(p)], cnt = message_begin_[std::size_t(p + 1)] - m0;
+      const std::int64_t m0 = message_begin_[std::size_t(p)],
+                         cnt = message_begin_[std::size_t(p + 1)] - m0;
       const float* g = d_gru_input_.data() + p * d_gru_input_.cols() + 2 * memory_dim_ + edge_dim_;
       for (std::int64_t m = 0; m < cnt; ++m)
-        for (std::int64_t c = 0; c < dt; ++c) d_time_codes_.data()[(mb + m0 + m) * dt + c] = g[c] / float(cnt);
+        for (std::int64_t c = 0; c < dt; ++c)
+          d_time_codes_.data()[(mb + m0 + m) * dt + c] = g[c] / float(cnt);
     }
   }
   time_encoder_.backward(d_time_codes_);

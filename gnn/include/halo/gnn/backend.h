@@ -74,7 +74,9 @@ class Backend {
   virtual void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
   // spmm when X is dead afterwards: a backend may overwrite X. With bf16 precision the CPU rounds
   // X to bfloat16 in place and gathers half the bytes (sums stay float32); the default is spmm.
-  virtual void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) { spmm(A, X, Y); }
+  virtual void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+    spmm(A, X, Y);
+  }
   // Sets the arithmetic of the products from now on (process-wide for the shared backends);
   // throws SystemError naming the reason when this backend or machine cannot compute in it.
   virtual void set_matmul_precision(MatmulPrecision p) = 0;
@@ -109,8 +111,9 @@ class Backend {
   // dropout(Y, p, key, row_ids) (none when p = 0), bit for bit the three ops in that order. The
   // default composes them; a backend overrides it to make one pass over the rows.
   virtual void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
-                                       const float* gamma, const float* beta, const MatrixView* xhat,
-                                       const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                                       const float* gamma, const float* beta,
+                                       const MatrixView* xhat, const MatrixView& Y, float p,
+                                       PhiloxKey key, const NodeId* row_ids,
                                        KeepBits* /*bits*/ = nullptr) {
     batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y);
     relu(Y);
@@ -118,9 +121,10 @@ class Backend {
   }
   // Its backward up to batch norm's sums: dropout(dY, p, key, row_ids), bn_relu_backward, then
   // batch_norm_grad_sums, bit for bit those ops in that order; overridable as one pass.
-  virtual void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta,
-                                                float p, PhiloxKey key, const NodeId* row_ids,
-                                                const MatrixView& dY, double* sum_dy, double* sum_dy_xhat,
+  virtual void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                                const float* beta, float p, PhiloxKey key,
+                                                const NodeId* row_ids, const MatrixView& dY,
+                                                double* sum_dy, double* sum_dy_xhat,
                                                 KeepBits* /*bits*/ = nullptr) {
     if (p > 0.f) dropout(dY, p, key, row_ids);
     bn_relu_backward(xhat, gamma, beta, dY);

@@ -38,8 +38,8 @@ struct ModelConfig {
 struct Param {
   std::string name;
   Matrix value, grad;
-  Matrix m, v;              // Adam moments
-  float weight_decay = 0;   // per parameter (Planetoid's GCN decays only the first layer)
+  Matrix m, v;             // Adam moments
+  float weight_decay = 0;  // per parameter (Planetoid's GCN decays only the first layer)
 };
 
 // Moves rows between ranks, in two halves so a layer can compute while rows are in flight.
@@ -63,9 +63,9 @@ class Exchanger {
 
 // The graph as a layer sees it.
 struct GraphContext {
-  std::int64_t owned = 0, all = 0;  // rows of a layer's output, and of its input with halo
-  std::int64_t inner = 0;           // rows [0, inner) aggregate owned rows only (no halo)
-  OperatorView gcn, mean;             // in the memory of the backend the model runs with
+  std::int64_t owned = 0, all = 0;     // rows of a layer's output, and of its input with halo
+  std::int64_t inner = 0;              // rows [0, inner) aggregate owned rows only (no halo)
+  OperatorView gcn, mean;              // in the memory of the backend the model runs with
   const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks
   std::int64_t global_nodes = 0;       // batch-norm statistics are over all nodes
   Exchanger* exchange = nullptr;       // null when all == owned

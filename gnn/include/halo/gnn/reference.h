@@ -14,7 +14,8 @@ Matrix spmm(const SparseView& A, const Matrix& X);
 // C = op(A) op(B).
 Matrix gemm(bool ta, bool tb, const Matrix& A, const Matrix& B);
 // Keep mask of dropout (1 kept, 0 dropped) for rows with the given ids.
-Matrix dropout_mask(std::int64_t rows, std::int64_t cols, float p, PhiloxKey key, const NodeId* row_ids);
+Matrix dropout_mask(std::int64_t rows, std::int64_t cols, float p, PhiloxKey key,
+                    const NodeId* row_ids);
 // Softmax cross-entropy sum over rows and its gradient / denom.
 double softmax_xent(const Matrix& logits, const std::vector<std::int32_t>& labels,
                     const std::vector<NodeId>& rows, double denom, Matrix* dlogits);

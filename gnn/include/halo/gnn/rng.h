@@ -39,14 +39,16 @@ HALO_HD inline void philox4x32(PhiloxKey key, std::uint32_t c[4]) {
 
 // Key for one use: seed plus a stream id (e.g. epoch * 64 + layer for dropout).
 HALO_HD inline PhiloxKey philox_key(std::uint64_t seed, std::uint64_t stream) {
-  std::uint32_t c[4] = {std::uint32_t(stream), std::uint32_t(stream >> 32), 0x5eed5eedu, 0x1234abcdu};
+  std::uint32_t c[4] = {std::uint32_t(stream), std::uint32_t(stream >> 32), 0x5eed5eedu,
+                        0x1234abcdu};
   philox4x32({std::uint32_t(seed), std::uint32_t(seed >> 32)}, c);
   return {c[0], c[1]};
 }
 
 // Uniform floats in [0, 1) (24 random bits each) for elements (row, 4*block .. 4*block+3) of a
 // stream: one Philox call serves four consecutive columns.
-HALO_HD inline void philox_uniform4(PhiloxKey key, std::uint64_t row, std::uint32_t block, float u[4]) {
+HALO_HD inline void philox_uniform4(PhiloxKey key, std::uint64_t row, std::uint32_t block,
+                                    float u[4]) {
   std::uint32_t c[4] = {std::uint32_t(row), std::uint32_t(row >> 32), block, 0};
   philox4x32(key, c);
   for (int i = 0; i < 4; ++i) u[i] = float(c[i] >> 8) * (1.0f / 16777216.0f);

@@ -33,17 +33,20 @@ class TimedBackend final : public Backend {
   void column_sums(const MatrixView& X, float* out) override;
   void relu(const MatrixView& Y) override;
   void relu_backward(const MatrixView& Y, const MatrixView& dY) override;
-  void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta, const MatrixView& dY) override;
+  void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                        const MatrixView& dY) override;
   void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) override;
   void column_moments(const MatrixView& X, double* sum, double* sumsq) override;
   void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
                         const float* gamma, const float* beta, const MatrixView* xhat,
                         const MatrixView& Y) override;
-  void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std, const float* gamma,
-                               const float* beta, const MatrixView* xhat, const MatrixView& Y, float p, PhiloxKey key,
-                               const NodeId* row_ids, KeepBits* bits = nullptr) override;
-  void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma, const float* beta, float p,
-                                        PhiloxKey key, const NodeId* row_ids, const MatrixView& dY, double* sum_dy,
+  void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
+                               const float* gamma, const float* beta, const MatrixView* xhat,
+                               const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                               KeepBits* bits = nullptr) override;
+  void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                        const float* beta, float p, PhiloxKey key,
+                                        const NodeId* row_ids, const MatrixView& dY, double* sum_dy,
                                         double* sum_dy_xhat, KeepBits* bits = nullptr) override;
   void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
                             double* sum_dy_xhat) override;
@@ -56,7 +59,8 @@ class TimedBackend final : public Backend {
   double bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
                     std::int64_t nrows, double denom, const MatrixView& dlogits,
                     std::int64_t* counted) override;
-  void adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s) override;
+  void adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+            const AdamStep& s) override;
   void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                    const MatrixView& dst) override;
   void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,

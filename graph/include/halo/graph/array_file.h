@@ -29,11 +29,26 @@ std::size_t dtype_size(DType t);
 const char* dtype_name(DType t);
 template <class T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<std::int8_t>() { return DType::kInt8; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::kInt32; }
-template <> constexpr DType dtype_of<std::int64_t>() { return DType::kInt64; }
-template <> constexpr DType dtype_of<float>() { return DType::kFloat32; }
-template <> constexpr DType dtype_of<double>() { return DType::kFloat64; }
+template <>
+constexpr DType dtype_of<std::int8_t>() {
+  return DType::kInt8;
+}
+template <>
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::kInt64;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::kFloat64;
+}
 
 inline constexpr std::size_t kArrayHeaderBytes = 64;
 

@@ -8,11 +8,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "halo/graph/array.h"
 #include "halo/graph/array_file.h"
@@ -35,7 +34,7 @@ struct Split {
 struct GraphDataset {
   std::string name;
   bool directed = false;
-  Csr graph;                   // values = edge weights, when the source had them
+  Csr graph;                         // values = edge weights, when the source had them
   Array<std::int32_t> node_weights;  // rows x ncon (METIS vertex weights), or empty
   int ncon = 0;
   Array<float> features;  // rows x num_features, or empty
@@ -47,7 +46,7 @@ struct GraphDataset {
   std::vector<Split> splits;
   Array<NodeId> original_ids;  // when reordered: original id of each node; else empty
   std::string reorder = "none";
-  std::string fingerprint;     // meta.json's, when read from disk; else empty
+  std::string fingerprint;  // meta.json's, when read from disk; else empty
 
   std::int64_t num_nodes() const { return graph.num_nodes; }
   const Split* split(const std::string& name) const;
@@ -60,7 +59,7 @@ struct TemporalDataset {
   std::int64_t num_users = 0;  // bipartite (JODIE): ids [0, num_users) are users; else 0
   Array<NodeId> src, dst;
   Array<double> time;
-  Array<float> weight;     // one per event, or empty
+  Array<float> weight;         // one per event, or empty
   Array<float> edge_features;  // events x edge_feature_dim, or empty
   std::int64_t edge_feature_dim = 0;
   Array<std::int32_t> labels;  // one per event (JODIE state label), or empty
@@ -87,8 +86,8 @@ class ArrayDir {
     put(name, v.data(), cols ? v.size() / cols : 0, cols);
   }
   // Starts an array filled row by row (large features); call record() with its finish().
-  std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype,
-                                        std::uint64_t rows, std::uint64_t cols);
+  std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype, std::uint64_t rows,
+                                        std::uint64_t cols);
   void record(const std::string& name, const ArrayInfo& info);
   // Writes meta.json = meta + {"format", "version", "arrays", "fingerprint"}; returns the
   // fingerprint (hex CRC-32 over the sorted array names and checksums, then `derived_from`).
@@ -117,8 +116,8 @@ class DatasetWriter {
   void put(const std::string& name, const T& data, Rest... rest) {
     arrays_.put(name, data, rest...);
   }
-  std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype,
-                                        std::uint64_t rows, std::uint64_t cols) {
+  std::unique_ptr<ArrayFileWriter> open(const std::string& name, DType dtype, std::uint64_t rows,
+                                        std::uint64_t cols) {
     return arrays_.open(name, dtype, rows, cols);
   }
   void record(const std::string& name, const ArrayInfo& info) { arrays_.record(name, info); }
@@ -152,8 +151,7 @@ nlohmann::json read_dataset_meta(const std::filesystem::path& dir);
 
 // DIR/meta.json parsed, checked to have "format": format and "version": version and a
 // well-formed "arrays" table (plain file names, integer checksums).
-nlohmann::json read_meta(const std::filesystem::path& dir, const std::string& format,
-                         int version);
+nlohmann::json read_meta(const std::filesystem::path& dir, const std::string& format, int version);
 // Hex CRC-32 over the names and checksums of an "arrays" table, then derived_from: what
 // ArrayDir::write_meta records as "fingerprint".
 std::string arrays_fingerprint(const nlohmann::json& arrays, const std::string& derived_from = "");

@@ -40,9 +40,9 @@ void write_metis(const std::filesystem::path& path, const CsrView& g, const std:
 
 // ---- edge lists --------------------------------------------------------------------------
 struct EdgeListOptions {
-  bool one_based = false;      // ids in the file start at 1
-  bool directed = false;       // keep as given instead of symmetrising
-  std::int64_t num_nodes = 0;  // 0 = max id + 1; otherwise ids must be below it
+  bool one_based = false;         // ids in the file start at 1
+  bool directed = false;          // keep as given instead of symmetrising
+  std::int64_t num_nodes = 0;     // 0 = max id + 1; otherwise ids must be below it
   bool allow_sparse_ids = false;  // accept max id + 1 nodes however few ids are used
 };
 // Reads "u v [w]" lines, fields split by blanks or commas, '#' and '%' comment lines. Weights
@@ -103,11 +103,11 @@ NodeOrder parse_node_order(std::string_view s);
 struct ConvertOptions {
   Format format = Format::kAuto;
   bool directed = false;
-  bool one_based = false;       // edge lists
-  std::int64_t num_nodes = 0;   // edge lists; 0 = max id + 1
+  bool one_based = false;         // edge lists
+  std::int64_t num_nodes = 0;     // edge lists; 0 = max id + 1
   bool allow_sparse_ids = false;  // edge and event lists: keep ids however sparse
   NodeOrder reorder = NodeOrder::kNone;
-  std::string name;              // default: input's name
+  std::string name;  // default: input's name
   bool overwrite = false;
 };
 

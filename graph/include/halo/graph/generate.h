@@ -14,13 +14,13 @@ namespace halo {
 
 struct GenerateOptions {
   std::int64_t nodes = 10000;
-  double avg_degree = 10;   // undirected edges = nodes * avg_degree / 2 unless edges > 0
-  std::int64_t edges = 0;   // exact number of undirected edges to draw
+  double avg_degree = 10;  // undirected edges = nodes * avg_degree / 2 unless edges > 0
+  std::int64_t edges = 0;  // exact number of undirected edges to draw
   std::int64_t features = 32;
   std::int64_t classes = 8;
-  double homophily = 0.8;   // probability an edge stays inside its source's class
-  double skew = 2.5;        // Pareto exponent of the degree propensities (smaller = more skewed)
-  double noise = 2.0;       // feature noise std (class means are N(0,1) per dimension)
+  double homophily = 0.8;  // probability an edge stays inside its source's class
+  double skew = 2.5;       // Pareto exponent of the degree propensities (smaller = more skewed)
+  double noise = 2.0;      // feature noise std (class means are N(0,1) per dimension)
   // Locality, off at 0 (the graph is then the plain SBM, bit for bit): probability an edge is
   // drawn inside its source's neighbourhood (same-class edges: inside its community). Each class
   // is cut into communities of about community_size nodes; a neighbourhood holds one community

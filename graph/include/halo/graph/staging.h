@@ -35,7 +35,8 @@ namespace halo {
 
 // Throws ParamError naming `out` when writing it would replace or write into one of `inputs`:
 // the same file or folder, anything inside an input folder, or a folder that holds an input.
-void check_not_input(const std::filesystem::path& out, const std::vector<std::filesystem::path>& inputs);
+void check_not_input(const std::filesystem::path& out,
+                     const std::vector<std::filesystem::path>& inputs);
 
 // A file written whole and renamed into place: `out` must be absent or a regular file (links
 // followed) and no input. Returns the path to write (the final target of a symlink chain).
@@ -51,8 +52,8 @@ std::filesystem::path resolve_stream_output(const std::filesystem::path& out,
 // "format" is `format` ("ogb": a folder with raw/num-node-list.csv.gz), and no input.
 // ParamError otherwise ("already exists (pass --force ...)" without overwrite). Restores or
 // cleans what dead writers left beside it first. Returns the path to write (links followed).
-std::filesystem::path resolve_dir_output(const std::filesystem::path& out, const std::string& format,
-                                         bool overwrite,
+std::filesystem::path resolve_dir_output(const std::filesystem::path& out,
+                                         const std::string& format, bool overwrite,
                                          const std::vector<std::filesystem::path>& inputs = {});
 
 // A folder written into, never replaced (a checkpoint root): absent or a folder, and no input.
@@ -75,7 +76,8 @@ std::filesystem::path shown_path(const std::filesystem::path& p);
 
 // ---- writers ------------------------------------------------------------------------------------
 
-// Writes all n bytes to fd (retrying short writes and EINTR); SystemError "PATH: write failed: ...".
+// Writes all n bytes to fd (retrying short writes and EINTR); SystemError "PATH: write failed:
+// ...".
 void write_all(int fd, const std::filesystem::path& path, const void* data, std::size_t n);
 // fsync(fd); SystemError naming path on failure.
 void sync_fd(int fd, const std::filesystem::path& path);

@@ -25,7 +25,8 @@ class LineReader {
   // Opens path; throws SystemError when it cannot be opened, InputError when it is a
   // directory or is named *.gz without being gzip. Later errors (InputError, from next()):
   // corrupt or truncated gzip, a NUL byte (binary data), a line longer than max_line_bytes.
-  explicit LineReader(const std::filesystem::path& path, std::size_t max_line_bytes = kMaxLineBytes);
+  explicit LineReader(const std::filesystem::path& path,
+                      std::size_t max_line_bytes = kMaxLineBytes);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -118,7 +119,7 @@ class LineCursor {
   void skip_blanks() {
     while (q_ < line_end_ && (*q_ == ' ' || *q_ == '\t')) ++q_;
   }
-  
+
   const std::filesystem::path* file_;
   const char* p_;
   const char* end_;
@@ -134,7 +135,8 @@ class LineCursor {
 // progress_label, when non-empty, shows progress on stderr if it is a terminal.
 // Returns the number of text bytes parsed (after decompression).
 template <class Fn>
-std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn, const char* progress_label = "");
+std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn,
+                            const char* progress_label = "");
 
 // Reads the first line of a small file as text (no newline); empty for an empty file.
 std::string read_first_line(const std::filesystem::path& path);

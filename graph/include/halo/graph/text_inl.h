@@ -6,7 +6,8 @@
 namespace halo {
 
 template <class Fn>
-std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn, const char* progress_label) {
+std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn,
+                            const char* progress_label) {
   LineReader reader(path);
   Progress progress(progress_label, reader.file_size());
   std::string_view block;

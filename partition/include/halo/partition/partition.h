@@ -31,14 +31,14 @@ struct PartitionOptions {
   int k = 2;
   PartitionMethod method = PartitionMethod::kMetis;
   MetisObjective objective = MetisObjective::kCut;  // metis only
-  std::string balance = "nodes";     // comma list of: nodes, edges, train, weights
+  std::string balance = "nodes";                    // comma list of: nodes, edges, train, weights
   MetisPtype ptype = MetisPtype::kAuto;             // metis only
   std::vector<double> part_weights;  // target share of each part (any scale); empty = equal
   int ufactor = -1;                  // allowed imbalance in 1/1000; -1 = METIS's default
   bool contiguous = false;           // metis: contiguous parts
   int passes = 4;                    // fennel: streaming passes (1 = plain Fennel)
   std::uint64_t seed = 0;
-  std::string split;                 // split whose train nodes "train" refers to ("" = first)
+  std::string split;  // split whose train nodes "train" refers to ("" = first)
 
   // Throws ParamError for any value out of range (K, names, weights) for a graph of n nodes.
   void check(std::int64_t n) const;

@@ -12,7 +12,8 @@
 //   part-r/send_offsets.bin int64 [K + 1], send.bin int32: owned local rows each peer needs,
 //                                                  in the order the peer receives them
 //   part-r/recv_offsets.bin int64 [K + 1]: halo rows from peer q are local rows
-//                                                  [owned + recv_offsets[q], owned + recv_offsets[q+1])
+//                                                  [owned + recv_offsets[q], owned +
+//                                                  recv_offsets[q+1])
 //
 //   original_ids.bin       int32 [nodes]          (root, reordered datasets only) input order
 //

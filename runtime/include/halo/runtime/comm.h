@@ -74,8 +74,8 @@ class LocalCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   const char* name() const override { return "local"; }
-  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends, std::span<const PeerBlock> recvs,
-                                    int tag) override;
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                    std::span<const PeerBlock> recvs, int tag) override;
   void allreduce(float*, std::int64_t, ReduceOp) override {}
   void allreduce(double*, std::int64_t, ReduceOp) override {}
   void allreduce(std::int64_t*, std::int64_t, ReduceOp) override {}

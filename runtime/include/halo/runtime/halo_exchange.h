@@ -48,7 +48,8 @@ struct ExchangeStats {
 class HaloExchanger final : public Exchanger {
  public:
   // staleness: 0 (exact) or 1. The plan's arrays must outlive the exchanger.
-  HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype, int staleness);
+  HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype,
+                int staleness);
   ~HaloExchanger() override;
 
   void forward_begin(const MatrixView& all, int layer, bool training) override;
@@ -63,18 +64,21 @@ class HaloExchanger final : public Exchanger {
 
   // Bytes one rank sends in one training step (forward + backward) of a model whose layers
   // exchange rows of the given widths; backward[l] says whether layer l sends gradients back.
-  static std::int64_t predicted_bytes(const HaloPlanView& plan, const std::vector<std::int64_t>& widths,
+  static std::int64_t predicted_bytes(const HaloPlanView& plan,
+                                      const std::vector<std::int64_t>& widths,
                                       const std::vector<bool>& backward, HaloDtype dtype);
 
  private:
   struct Slot;
   Slot& slot(std::vector<std::unique_ptr<Slot>>& slots, int layer);
   // Post an exchange; it lands in pending_next_ for the caller to keep or finish.
-  void start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place, int tag);
-  void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv, bool copy_send,
-                      int tag);
+  void start_forward(const MatrixView& all, std::vector<char>& send, void* recv, bool recv_in_place,
+                     int tag);
+  void start_backward(const MatrixView& all, std::vector<char>& send, std::vector<char>& recv,
+                      bool copy_send, int tag);
   void post_direct_forward(const MatrixView& all, Matrix& send, void* recv, int tag);
-  void post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send, int tag);
+  void post_direct_backward(const MatrixView& all, Matrix& send, void* recv, bool copy_send,
+                            int tag);
   void* direct_payload(Matrix& m, std::int64_t rows, std::int64_t w);
   // The send list in the backend's memory.
   const NodeId* send_index() const { return send_dev_ ? send_dev_->data() : plan_.send; }
@@ -90,7 +94,8 @@ class HaloExchanger final : public Exchanger {
   HaloDtype dtype_;
   int staleness_;
   ExchangeStats stats_;
-  std::unique_ptr<Pending> pending_, pending_next_;  // the exact exchange in flight; the one just posted
+  std::unique_ptr<Pending> pending_,
+      pending_next_;  // the exact exchange in flight; the one just posted
   std::vector<char> send_buf_, recv_buf_;
   std::vector<float> widened_;  // bf16 gradients widened before they are added
   // CUDA backend: MPI moves host memory, so rows are packed on the device and staged.

@@ -108,7 +108,8 @@ double predicted_rank_bytes(const RankShape& rank, const ModelShape& model, std:
 // trains and, if it fails, fails with the message of the trainer's bad_alloc handler. Throws
 // ParamError naming `source` or the model's width; HALO_MEMORY_CHECK=0 skips the check (to let
 // the kernel decide, as the OOM tests do).
-void refuse_impossible_memory(const RankShape& rank, const ModelShape& model, const std::string& source);
+void refuse_impossible_memory(const RankShape& rank, const ModelShape& model,
+                              const std::string& source);
 
 // What this process may still allocate before the machine or its memory cgroup runs out.
 struct AvailableMemory {

@@ -31,11 +31,11 @@ enum class TgnNeighborsBefore { kEvent, kBatch };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as checkpoint keys and messages record it.
-TgnModel parse_tgn_model(std::string_view s);                          // tgn | jodie | edgebank
-TgnEmbedding parse_tgn_embedding(std::string_view s);                  // attn | identity | time
-TgnAggregator parse_tgn_aggregator(std::string_view s);                // last | mean
-TgnParallel parse_tgn_parallel(std::string_view s);                    // exact | segments
-TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s);     // event | batch
+TgnModel parse_tgn_model(std::string_view s);                       // tgn | jodie | edgebank
+TgnEmbedding parse_tgn_embedding(std::string_view s);               // attn | identity | time
+TgnAggregator parse_tgn_aggregator(std::string_view s);             // last | mean
+TgnParallel parse_tgn_parallel(std::string_view s);                 // exact | segments
+TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s);  // event | batch
 const char* to_string(TgnModel m);
 const char* to_string(TgnEmbedding e);
 const char* to_string(TgnAggregator a);
@@ -66,8 +66,8 @@ struct TgnOptions {
   TgnNeighborsBefore neighbors_before = TgnNeighborsBefore::kEvent;
   std::int64_t batch_size = 200;
   int epochs = 10;
-  float lr = 1e-4f;   // TGN's default
-  int patience = 5;   // epochs without a better validation AP before stopping
+  float lr = 1e-4f;                     // TGN's default
+  int patience = 5;                     // epochs without a better validation AP before stopping
   bool learn_time_frequencies = false;  // TGN learns them; fixed is stabler (see tgn.cc)
   std::uint64_t seed = 0;
   int threads = 0;
@@ -101,17 +101,19 @@ struct TgnSummary {
 // Trains (or, for edgebank, evaluates) on a temporal dataset with the ranks of comm (each rank
 // runs this with the same arguments; one process: a LocalCommunicator); epoch lines go to out
 // on rank 0.
-TgnSummary train_tgn(const std::filesystem::path& dataset, Communicator& comm, const TgnOptions& opt,
-                     std::ostream& out);
+TgnSummary train_tgn(const std::filesystem::path& dataset, Communicator& comm,
+                     const TgnOptions& opt, std::ostream& out);
 
 // For the leakage test: trains on batches 0 .. batch-1 of the stream (arrays of one time-sorted
 // event list), then returns the positive scores of the events of batch `batch`.
-std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src, const std::vector<NodeId>& dst,
-                                    const std::vector<double>& time, const TgnOptions& opt, std::int64_t batch);
+std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId>& src,
+                                    const std::vector<NodeId>& dst, const std::vector<double>& time,
+                                    const TgnOptions& opt, std::int64_t batch);
 
 // Self-check for the tests: trains `batches` batches of a tiny model on the dataset's first
 // events, then compares the analytic gradients of the next batch's loss (memory update, time
 // encoding, attention, predictor) with central differences; returns the worst relative error.
-double tgn_gradient_check(const std::filesystem::path& dataset, const TgnOptions& opt, std::int64_t batches);
+double tgn_gradient_check(const std::filesystem::path& dataset, const TgnOptions& opt,
+                          std::int64_t batches);
 
 }  // namespace halo

@@ -29,30 +29,30 @@ const char* to_string(DeviceChoice d);
 enum class FaultMode { kThrow, kKill, kHang };
 
 struct TrainOptions {
-  ModelConfig model;               // kind, layers, hidden, dropout, input_dropout, batch_norm
+  ModelConfig model;  // kind, layers, hidden, dropout, input_dropout, batch_norm
   float lr = 0.01f;
   float weight_decay = 0.f;
   bool decay_first_layer_only = false;  // Kipf & Welling regularise the first layer only
   int epochs = 200;
-  bool norm_features = false;      // row-normalise the input features (Planetoid)
-  std::string split;               // split name ("" = "public" if present, else the first)
+  bool norm_features = false;  // row-normalise the input features (Planetoid)
+  std::string split;           // split name ("" = "public" if present, else the first)
   std::uint64_t seed = 0;
-  int runs = 1;                    // seeds seed .. seed + runs - 1
+  int runs = 1;  // seeds seed .. seed + runs - 1
   int eval_every = 1;
-  int threads = 0;                 // 0 = OpenMP's default
-  std::filesystem::path log;             // JSON lines
-  std::filesystem::path checkpoint;      // directory; empty = none. Rank r writes run-R/rank-r/
+  int threads = 0;                   // 0 = OpenMP's default
+  std::filesystem::path log;         // JSON lines
+  std::filesystem::path checkpoint;  // directory; empty = none. Rank r writes run-R/rank-r/
   int checkpoint_every = 10;
-  bool resume = false;             // from the newest epoch in any rank-*/ folder a rank sees, on any ranks
+  bool resume = false;  // from the newest epoch in any rank-*/ folder a rank sees, on any ranks
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
-  bool quiet = false;              // no per-epoch lines
-  bool profile = false;            // time every kernel and print the table at the end
+  bool quiet = false;                     // no per-epoch lines
+  bool profile = false;                   // time every kernel and print the table at the end
   DeviceChoice device = DeviceChoice::kCpu;
   // tf32 (CUDA) | bf16: the products' inputs.
   MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
-  int halo_staleness = 0;          // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
+  int halo_staleness = 0;  // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
   // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang]): that rank fails at the start
   // of that epoch, to prove a failure ends the whole job.
   struct Fault {
@@ -77,12 +77,12 @@ struct TrainSummary {
   std::vector<RunResult> runs;
   double valid_mean = 0, valid_std = 0, test_mean = 0, test_std = 0;
   double epoch_time_median_s = 0;
-  double peak_rss_mb = 0;           // the largest over ranks
-  double peak_gpu_mb = 0;           // GPU memory halo allocated at most (CUDA runs; largest rank)
+  double peak_rss_mb = 0;  // the largest over ranks
+  double peak_gpu_mb = 0;  // GPU memory halo allocated at most (CUDA runs; largest rank)
   std::string matmul_precision = "fp32";
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
-  double halo_bytes_per_epoch = 0;   // all ranks together, one training step
+  double halo_bytes_per_epoch = 0;  // all ranks together, one training step
   double halo_wait_s = 0, allreduce_s = 0, compute_s = 0;
   // Per rank, in rank order (rank 0's summary only; empty for one process): its part's owned and
   // halo rows and its peak resident memory, the figures the per-rank memory model predicts.
@@ -105,7 +105,7 @@ class Communicator;
 // with the other ranks. Same model, protocol, logs and checkpoints as train_dataset (a checkpoint
 // of PARTS' dataset resumes whatever partition or rank count wrote it); rank 0 prints, logs and
 // writes predictions. Collective: every rank calls it with the same options.
-TrainSummary train_parts(const std::filesystem::path& parts, Communicator& comm, const TrainOptions& opt,
-                         std::ostream& out);
+TrainSummary train_parts(const std::filesystem::path& parts, Communicator& comm,
+                         const TrainOptions& opt, std::ostream& out);
 
 }  // namespace halo

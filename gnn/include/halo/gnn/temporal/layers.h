@@ -41,9 +41,14 @@ inline void cos_sin(double x, float& c, float& s) {
   const double r = std::fma(-k, 6.123233995736766036e-17, std::fma(-k, 1.5707963267948965580, x));
   const double r2 = r * r;
   const double sr =
-      r * (1 + r2 * (-1 / 6. + r2 * (1 / 120. + r2 * (-1 / 5040. + r2 * (1 / 362880. + r2 * (-1 / 39916800. + r2 / 6227020800.))))));
+      r * (1 + r2 * (-1 / 6. +
+                     r2 * (1 / 120. +
+                           r2 * (-1 / 5040. +
+                                 r2 * (1 / 362880. + r2 * (-1 / 39916800. + r2 / 6227020800.))))));
   const double cr =
-      1 + r2 * (-0.5 + r2 * (1 / 24. + r2 * (-1 / 720. + r2 * (1 / 40320. + r2 * (-1 / 3628800. + r2 / 479001600.)))));
+      1 + r2 * (-0.5 +
+                r2 * (1 / 24. + r2 * (-1 / 720. +
+                                      r2 * (1 / 40320. + r2 * (-1 / 3628800. + r2 / 479001600.)))));
   // Quadrant 0..3 as exact 0/1 doubles, and the swaps and signs as arithmetic (multiplying by
   // 0, 1 or -1 is exact): no branch, so the caller's loop vectorises.
   const double q = k - 4.0 * std::floor(k * 0.25);
@@ -85,9 +90,9 @@ class GruCell {
 // so the node part of the key and value projections is computed once per distinct node, and
 // padded slots (no neighbour) are not computed at all.
 struct KeyValueInput {
-  MatrixView nodes;                     // U x dn: the distinct neighbours' rows
+  MatrixView nodes;                    // U x dn: the distinct neighbours' rows
   const std::int32_t* node = nullptr;  // B * k: row of `nodes` for slot i * k + j; -1 = padded
-  MatrixView slots;                     // (B * k) x ds, ds = dk - dn: per-slot columns (may be empty)
+  MatrixView slots;  // (B * k) x ds, ds = dk - dn: per-slot columns (may be empty)
 };
 
 class TemporalAttention {
@@ -96,13 +101,15 @@ class TemporalAttention {
                     std::uint64_t seed, std::uint64_t stream);
   // q: B x dq; kv: the neighbours of query i in slots i * k .. i * k + k - 1; h: B x dh (the
   // node's own embedding input, for the merger). Writes z (B x dout).
-  void forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k, const MatrixView& h, Matrix& z);
+  void forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
+               const MatrixView& h, Matrix& z);
   // From dz: accumulates parameter gradients (+=); writes dq (B x dq), dnodes (U x dn), dslots
   // ((B * k) x ds, zero on padded slots) and dh (B x dh).
-  void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots, Matrix& dh);
+  void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots,
+                Matrix& dh);
   // The same with kv given whole: (B * k) x dk rows and a valid flag per slot; dkv likewise.
-  void forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid, int k,
-               const MatrixView& h, Matrix& z);
+  void forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
+               int k, const MatrixView& h, Matrix& z);
   void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh);
   std::vector<Param*> params();
   void zero_grad();
@@ -113,13 +120,14 @@ class TemporalAttention {
   Param wq_, bq_, wk_, bk_, wv_, bv_, wo_, bo_, w1_, b1_, w2_, b2_;
   // Saved by forward.
   int k_ = 0;
-  std::int64_t dn_ = 0;                 // node columns of kv (the rest are per slot)
-  std::vector<std::int32_t> row_;       // slot -> compact row of K and V, -1 = padded
-  std::vector<NodeId> slot_node_;       // compact row -> row of nodes
-  std::vector<NodeId> slot_of_;         // compact row -> slot
-  std::vector<std::int32_t> whole_;     // node index for the whole-kv forward
+  std::int64_t dn_ = 0;              // node columns of kv (the rest are per slot)
+  std::vector<std::int32_t> row_;    // slot -> compact row of K and V, -1 = padded
+  std::vector<NodeId> slot_node_;    // compact row -> row of nodes
+  std::vector<NodeId> slot_of_;      // compact row -> slot
+  std::vector<std::int32_t> whole_;  // node index for the whole-kv forward
   Matrix q_, nodes_, slots_, h_, Q_, K_, V_, Kn_, Vn_, alpha_, ctx_, att_, cat_, hid_;
-  Matrix dhid_, dcat_, datt_, dctx_, dQ_, dK_, dV_, dKn_, dVn_, dslots_c_, dslots_empty_;  // backward scratch
+  Matrix dhid_, dcat_, datt_, dctx_, dQ_, dK_, dV_, dKn_, dVn_, dslots_c_,
+      dslots_empty_;  // backward scratch
 };
 
 }  // namespace halo

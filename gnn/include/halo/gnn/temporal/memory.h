@@ -36,13 +36,13 @@ struct NodeMemory {
 // message per node; "mean" keeps the sums of the b-memory and edge parts and every message's time
 // (the model divides by the count). Either way a node needs one row, not one per message.
 struct MessageStore {
-  bool mean = false;                    // the "mean" aggregator
-  Matrix self, other, edge;             // nodes x memory_dim, x memory_dim, x max(de, 1)
-  std::vector<double> time;             // the latest message's time
+  bool mean = false;         // the "mean" aggregator
+  Matrix self, other, edge;  // nodes x memory_dim, x memory_dim, x max(de, 1)
+  std::vector<double> time;  // the latest message's time
   std::vector<std::uint8_t> has_message;
-  std::vector<std::int32_t> count;      // messages stored since the last update
+  std::vector<std::int32_t> count;         // messages stored since the last update
   std::vector<std::vector<double>> times;  // "mean": each stored message's time; empty otherwise
-  std::vector<NodeId> pending;          // the nodes with a stored message, in arrival order
+  std::vector<NodeId> pending;             // the nodes with a stored message, in arrival order
 
   // No node has a message.
   void reset(const EventStream& events, std::int64_t memory_dim, bool mean_aggregator);
@@ -50,7 +50,8 @@ struct MessageStore {
   void clear(NodeId v);
   // Both endpoints of each event in ids (in order) receive its message, built from memory as it
   // is now.
-  void store(const EventStream& events, const std::vector<std::int64_t>& ids, const NodeMemory& memory);
+  void store(const EventStream& events, const std::vector<std::int64_t>& ids,
+             const NodeMemory& memory);
 };
 
 }  // namespace halo

@@ -14,17 +14,18 @@ namespace halo {
 // holds (v, e, t) and v's list holds (u, e, t).
 struct TemporalCsr {
   std::int64_t num_nodes = 0;
-  std::vector<EdgeId> offsets;    // [num_nodes + 1]
-  std::vector<NodeId> neighbor;   // [2 * events]
-  std::vector<EdgeId> event;      // event id of each entry
-  std::vector<double> time;       // timestamp of each entry, non-decreasing within a node
+  std::vector<EdgeId> offsets;   // [num_nodes + 1]
+  std::vector<NodeId> neighbor;  // [2 * events]
+  std::vector<EdgeId> event;     // event id of each entry
+  std::vector<double> time;      // timestamp of each entry, non-decreasing within a node
 };
 
 // Builds the temporal CSR of events [0, n) sorted by time (checked: throws ParamError when not).
 // keep[e] == 0 leaves event e out (TGN drops training events that touch held-out new nodes);
 // keep may be null.
-TemporalCsr build_temporal_csr(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,
-                               std::int64_t n, const std::uint8_t* keep = nullptr);
+TemporalCsr build_temporal_csr(std::int64_t num_nodes, const NodeId* src, const NodeId* dst,
+                               const double* time, std::int64_t n,
+                               const std::uint8_t* keep = nullptr);
 
 // Up to k neighbours per query, most recent first, padded with -1 (node, event) and 0 (time).
 struct NeighborBatch {
@@ -54,8 +55,8 @@ class RecentSampler {
 
  private:
   template <class Key>
-  void sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits, std::int64_t n,
-                 NeighborBatch& out);
+  void sample_by(const std::vector<Key>& list, const NodeId* nodes, const Key* limits,
+                 std::int64_t n, NeighborBatch& out);
   const TemporalCsr& g_;
   int k_;
   std::vector<EdgeId> ptr_;  // per node: events before its latest query time
@@ -73,8 +74,9 @@ struct TemporalSplit {
   std::vector<std::uint8_t> inductive;   // [events]: valid/test event touching an unseen node
 };
 
-TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst, const double* time,
-                                  std::int64_t n, std::uint64_t seed, double valid_q = 0.70, double test_q = 0.85,
+TemporalSplit chronological_split(std::int64_t num_nodes, const NodeId* src, const NodeId* dst,
+                                  const double* time, std::int64_t n, std::uint64_t seed,
+                                  double valid_q = 0.70, double test_q = 0.85,
                                   double new_node_fraction = 0.10);
 
 }  // namespace halo

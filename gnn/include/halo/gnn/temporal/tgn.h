@@ -28,7 +28,7 @@ namespace halo {
 enum class TgnEmbedding {
   kAttention,  // TGN's temporal graph attention over neighbours
   kIdentity,   // the memory itself
-  kTime,       // JODIE: memory ⊙ (1 + w δ + b), δ the standardised time since the memory changed
+  kTime,  // JODIE: memory ⊙ (1 + w δ + b), δ the standardised time since the memory changed
 };
 
 struct TgnConfig {
@@ -62,9 +62,9 @@ class Tgn {
   // scores, negatives negative-major (negative j of slice event i at j * size + i). Returns the
   // slice's share of the batch's mean BCE. With train (N must be 1), zeroes every gradient and
   // writes the slice's gradients; the state is untouched until commit().
-  double score(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids, BatchSlice slice,
-               const std::vector<NodeId>& neg, bool train, std::vector<float>* pos_scores,
-               std::vector<float>* neg_scores);
+  double score(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids,
+               BatchSlice slice, const std::vector<NodeId>& neg, bool train,
+               std::vector<float>* pos_scores, std::vector<float>* neg_scores);
 
   // Step 4 after score() of the same ids: the updated memory is kept, and every event of ids
   // (not only the slice) becomes a stored message.
@@ -77,13 +77,13 @@ class Tgn {
  private:
   // The shape of the batch in flight.
   struct BatchShape {
-    std::int64_t events = 0;          // the whole batch (the loss is a mean over it)
+    std::int64_t events = 0;           // the whole batch (the loss is a mean over it)
     std::int64_t first = 0, size = 0;  // the slice
-    std::int64_t negatives = 1;       // per event
-    std::int64_t queries = 0;         // (2 + negatives) * size: sources, destinations, negatives
-    int neighbors = 0;                // sampled per query; 0 without attention
-    std::int64_t pending = 0;         // nodes whose memory this batch updates
-    std::int64_t message_codes = 0;   // the first row of the messages' time codes
+    std::int64_t negatives = 1;        // per event
+    std::int64_t queries = 0;          // (2 + negatives) * size: sources, destinations, negatives
+    int neighbors = 0;                 // sampled per query; 0 without attention
+    std::int64_t pending = 0;          // nodes whose memory this batch updates
+    std::int64_t message_codes = 0;    // the first row of the messages' time codes
   };
 
   void index_pending();
@@ -117,16 +117,17 @@ class Tgn {
   BatchShape shape_;
   // Per-batch buffers, kept so that their memory is reused rather than allocated and faulted in
   // every batch (a 6,000 x 201 neighbour matrix per batch at the defaults).
-  std::vector<std::int32_t> pending_row_;      // per node: its row in this batch's GRU, -1 otherwise
-  std::vector<std::int64_t> message_begin_;    // per pending node: its first message row
-  std::vector<NodeId> query_nodes_;            // sources, destinations, negatives of the slice
-  std::vector<double> query_times_;            // each query's event time
+  std::vector<std::int32_t> pending_row_;    // per node: its row in this batch's GRU, -1 otherwise
+  std::vector<std::int64_t> message_begin_;  // per pending node: its first message row
+  std::vector<NodeId> query_nodes_;          // sources, destinations, negatives of the slice
+  std::vector<double> query_times_;          // each query's event time
   NeighborBatch neighbors_;
-  std::vector<double> gaps_;                   // [0 for queries | Δt of neighbours | Δt of messages]
-  Matrix time_codes_;                          // φ of gaps_
+  std::vector<double> gaps_;  // [0 for queries | Δt of neighbours | Δt of messages]
+  Matrix time_codes_;         // φ of gaps_
   Matrix gru_input_, gru_prev_, updated_memory_;
   Matrix queries_, query_memory_, neighbor_memory_, slot_features_;  // the attention's inputs
-  std::vector<std::int32_t> slot_neighbor_, neighbor_row_;  // slot -> distinct-neighbour row; node -> that row (-1)
+  std::vector<std::int32_t> slot_neighbor_,
+      neighbor_row_;  // slot -> distinct-neighbour row; node -> that row (-1)
   std::vector<NodeId> distinct_neighbors_;
   std::vector<float> query_gaps_;  // kTime: each query's standardised gap, for backward
   Matrix embeddings_, pairs_, hidden_, logits_;
