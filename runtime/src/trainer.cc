@@ -38,38 +38,6 @@ namespace halo {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-DeviceChoice parse_device_choice(std::string_view s) {
-  if (s == "cpu") return DeviceChoice::kCpu;
-  if (s == "cuda") return DeviceChoice::kCuda;
-  if (s == "auto") return DeviceChoice::kAuto;
-  throw ParamError("--device must be cpu, cuda or auto");
-}
-
-const char* to_string(DeviceChoice d) {
-  switch (d) {
-    case DeviceChoice::kCuda:
-      return "cuda";
-    case DeviceChoice::kAuto:
-      return "auto";
-    default:
-      return "cpu";
-  }
-}
-
-void TrainOptions::check() const {
-  model.check();
-  if (!(lr > 0)) throw ParamError("--lr must be positive");
-  if (weight_decay < 0) throw ParamError("--weight-decay must be >= 0");
-  if (epochs < 1) throw ParamError("--epochs must be at least 1");
-  if (runs < 1) throw ParamError("--runs must be at least 1");
-  if (eval_every < 1) throw ParamError("--eval-every must be at least 1");
-  if (threads < 0) throw ParamError("--threads must be >= 0");
-  if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
-  if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
-  if (halo_staleness != 0 && halo_staleness != 1)
-    throw ParamError("--halo-staleness must be 0 or 1");
-}
-
 std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for) {
   for (const Split& s : splits)
     if (s.name == "public") return "public";
