@@ -558,8 +558,8 @@ TEST(Matrix, AMovedFromMatrixIsEmptyAndReusable) {
   Matrix b(std::move(a));
   EXPECT_EQ(b.rows(), 3);
   EXPECT_EQ(b.at(2, 3), 2.f);
-  EXPECT_EQ(a.rows(),
-            0);  // NOLINT(bugprone-use-after-move): the state after a move is the contract
+  // NOLINTNEXTLINE(bugprone-use-after-move): the state after a move is the contract
+  EXPECT_EQ(a.rows(), 0);
   EXPECT_EQ(a.size(), 0);
   a.resize(2, 2);  // reuse allocates again
   a.fill(5.f);
