@@ -133,6 +133,7 @@ TEST(HaloPlan, InvariantsOnARandomGraph) {
   const int k = 5;
   std::mt19937 rng(7);
   std::vector<std::pair<NodeId, NodeId>> edges;
+  edges.reserve(900);
   for (int i = 0; i < 900; ++i) edges.emplace_back(NodeId(rng() % n), NodeId(rng() % n));
   const Csr g = graph(n, edges);
   std::vector<PartId> owner(static_cast<std::size_t>(n));
