@@ -46,9 +46,21 @@ if kill -0 $job 2>/dev/null; then echo "FAIL: mpirun still running 15 s after th
 wait $job
 rc=$?
 secs=$(echo "$(date +%s.%N) - $start" | bc)
-left=$(pgrep -f -- "$t/log.jsonl" | while read -r p; do
-  s=$(awk '{print $3}' /proc/$p/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "$p"; done | wc -l)
-echo "$mode failure of rank 2: job exited with $rc after $secs s; $left processes left"
+# The job's processes still alive (zombies are gone in all but name). mpirun may return while a
+# worker whose supervisor it killed is still tearing down, so wait for them up to the same 15 s
+# from the failure, and name any that outlive it.
+alive() {
+  pgrep -f -- "$t/log.jsonl" | while read -r p; do
+    s=$(awk '{print $3}' /proc/$p/stat 2>/dev/null); [ -n "$s" ] && [ "$s" != Z ] && echo "$p"; done
+}
+left=$(alive | wc -l)
+while [ "$left" -ne 0 ] && [ "$(echo "$(date +%s.%N) - $start < 15" | bc)" = 1 ]; do
+  sleep 0.1
+  left=$(alive | wc -l)
+done
+gone=$(echo "$(date +%s.%N) - $start" | bc)
+echo "$mode failure of rank 2: job exited with $rc after $secs s; every process gone after $gone s; $left processes left"
+[ "$left" -eq 0 ] || alive | while read -r p; do ps -o pid=,ppid=,stat=,etime=,args= -p "$p"; done
 grep -E "^error" "$t/out"
 [ "$rc" -ne 0 ] || { echo "FAIL: exit status 0"; exit 1; }
 [ "$left" -eq 0 ] || { echo "FAIL: processes left"; exit 1; }
