@@ -45,7 +45,8 @@ void TrainOptions::check() const {
 TrainOptions::Fault parse_fault(const std::string& spec) {
   TrainOptions::Fault f;
   const auto bad = [&] {
-    return ParamError("HALO_INJECT_FAULT='" + spec + "': expected RANK:EPOCH[:throw|kill|hang]");
+    return ParamError("HALO_INJECT_FAULT='" + spec +
+                      "': expected RANK:EPOCH[:throw|kill|hang|alloc]");
   };
   const std::size_t a = spec.find(':');
   if (a == std::string::npos) throw bad();
@@ -67,6 +68,8 @@ TrainOptions::Fault parse_fault(const std::string& spec) {
       f.mode = FaultMode::kKill;
     else if (mode == "hang")
       f.mode = FaultMode::kHang;
+    else if (mode == "alloc")
+      f.mode = FaultMode::kAlloc;
     else if (mode != "throw")
       throw bad();
   }

@@ -80,6 +80,7 @@ void take_labels(RankData& r, const Source& d) {
   if (f.mode == FaultMode::kKill) std::raise(SIGKILL);
   if (f.mode == FaultMode::kHang)
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (f.mode == FaultMode::kAlloc) throw std::bad_alloc();  // as an allocation in the epoch would
   throw SystemError("injected fault at epoch " + std::to_string(f.epoch) + " (HALO_INJECT_FAULT)");
 }
 
@@ -372,13 +373,15 @@ void evaluate_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st, 
 }
 
 // One epoch of a run: the step, an evaluation when due, the log record, a checkpoint when due.
-void train_epoch(RankRun& k, int run, int epoch, Model& model, RunState& st,
+// first: the run's first epoch in this process (1, or the one after a resumed checkpoint), the
+// one that allocates the layers' buffers.
+void train_epoch(RankRun& k, int run, int epoch, int first, Model& model, RunState& st,
                  const fs::path& ckdir) {
   const TrainOptions& opt = k.opt;
+  t_allocating =
+      epoch == first ? "the layers' activations and gradients (first epoch)" : "a training epoch";
   if (k.rank == opt.fault.rank && epoch == opt.fault.epoch) inject_fault(opt.fault);
   if (k.exch) k.exch->stats().clear();
-  t_allocating = epoch == st.epoch + 1 ? "the layers' activations and gradients (first epoch)"
-                                       : "a training epoch";
   RankFigures fig;
   const double loss = train_step(k, run, epoch, model, st, fig);
   const double secs = fig.epoch_s;
@@ -436,8 +439,9 @@ RunState train_run(RankRun& k, int run, std::optional<Model>& last) {
   const fs::path ckdir = opt.checkpoint.empty() ? fs::path() : run_dir(opt.checkpoint, run);
   if (opt.resume) resume(k, run, ckdir, model, st);
   if (k.exch) k.exch->drain();
-  for (int epoch = st.epoch + 1; epoch <= opt.epochs; ++epoch)
-    train_epoch(k, run, epoch, model, st, ckdir);
+  const int first = st.epoch + 1;
+  for (int epoch = first; epoch <= opt.epochs; ++epoch)
+    train_epoch(k, run, epoch, first, model, st, ckdir);
   if (k.exch) k.exch->drain();
   if (k.lead && !opt.quiet) {
     char line[200];

@@ -413,5 +413,31 @@ TEST(BadTraining, AnAllocationThatFailsSaysWhatItWasFor) {
   EXPECT_NE(lines[0].find("the memory model predicts "), std::string::npos) << r.out;
 }
 
+// The message says which epoch's allocation failed: the run's first epoch in this process (1,
+// or the one after a resumed checkpoint) allocates the layers' buffers, later ones do not.
+TEST(BadTraining, AnAllocationFailureNamesTheFirstEpochOnlyWhenItIsTheFirst) {
+  TempDir t;
+  const std::string train = halo() + " train " + data("cora") + " --threads 1 -q";
+  auto failing_at = [&](int epoch, const std::string& more) {
+    const Result r = shell(
+        "HALO_INJECT_FAULT=0:" + std::to_string(epoch) + ":alloc " + train + " --epochs 4" + more,
+        t / "o");
+    EXPECT_EQ(r.code, 1) << r.out;
+    const auto lines = error_lines(r.out);
+    EXPECT_EQ(lines.size(), 1u) << r.out;
+    return lines.empty() ? std::string() : lines[0];
+  };
+  const std::string first =
+      "error: out of memory allocating the layers' activations and "
+      "gradients (first epoch)";
+  const std::string later = "error: out of memory allocating a training epoch";
+  EXPECT_EQ(failing_at(1, "").rfind(first, 0), 0u);
+  EXPECT_EQ(failing_at(3, "").rfind(later, 0), 0u);
+  const std::string ck = " --checkpoint " + (t / "ck").string();
+  ASSERT_EQ(shell(train + ck + " --epochs 2", t / "o").code, 0);
+  EXPECT_EQ(failing_at(3, ck + " --resume").rfind(first, 0), 0u);
+  EXPECT_EQ(failing_at(4, ck + " --resume").rfind(later, 0), 0u);
+}
+
 }  // namespace
 }  // namespace halo

@@ -26,7 +26,7 @@ DeviceChoice parse_device_choice(std::string_view s);
 const char* to_string(DeviceChoice d);
 
 // How an injected fault fails its rank: an exception, SIGKILL, or a hang.
-enum class FaultMode { kThrow, kKill, kHang };
+enum class FaultMode { kThrow, kKill, kHang, kAlloc };
 
 struct TrainOptions {
   ModelConfig model;  // kind, layers, hidden, dropout, input_dropout, batch_norm
@@ -53,8 +53,8 @@ struct TrainOptions {
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
   int halo_staleness = 0;  // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
-  // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang]): that rank fails at the start
-  // of that epoch, to prove a failure ends the whole job.
+  // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang|alloc]): that rank fails at the
+  // start of that epoch, to prove a failure ends the whole job.
   struct Fault {
     int rank = -1, epoch = 0;
     FaultMode mode = FaultMode::kThrow;
