@@ -148,10 +148,7 @@ json graph_meta(const GraphDataset& d) {
           {"edge_weights", !d.graph.values.empty()},
           {"node_weights", d.ncon},
           {"features", d.num_features},
-          {"labels",
-           {{"kind", label_kind_name(d.label_kind)},
-            {"columns", d.label_cols},
-            {"classes", d.num_classes}}},
+          {"labels", labels_meta(d)},
           {"splits", splits},
           {"reorder", d.reorder}};
 }
@@ -344,6 +341,12 @@ void check_dataset_meta(const json& meta, const fs::path& p) {
 }
 
 }  // namespace
+
+json labels_meta(const GraphDataset& d) {
+  return {{"kind", label_kind_name(d.label_kind)},
+          {"columns", d.label_cols},
+          {"classes", d.num_classes}};
+}
 
 void check_labels_meta(const json& lab, const fs::path& p) {
   const std::string lk = meta_string(lab, "kind", p, "none");

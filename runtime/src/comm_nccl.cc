@@ -155,9 +155,11 @@ class NcclPending final : public Pending {
   bool done_ = false;
 };
 
-class NcclCommunicator final : public Communicator {
+// Halo rows and gradients go over NCCL; everything on the host (counts, losses, statistics,
+// gathers) stays on the bootstrap communicator it forwards to.
+class NcclCommunicator final : public ForwardingCommunicator {
  public:
-  NcclCommunicator(Communicator& boot, int device) : boot_(boot) {
+  NcclCommunicator(Communicator& boot, int device) : ForwardingCommunicator(boot) {
     const NcclApi& api = NcclApi::get();
     if (!api.why_not.empty()) throw SystemError("NCCL: " + api.why_not);
     HALO_CUDA_CHECK(cudaSetDevice(device));
@@ -180,8 +182,6 @@ class NcclCommunicator final : public Communicator {
     if (ready_) cudaEventDestroy(ready_);
     if (stream_) cudaStreamDestroy(stream_);
   }
-  int rank() const override { return boot_.rank(); }
-  int size() const override { return boot_.size(); }
   const char* name() const override { return "nccl"; }
   bool device_buffers() const override { return true; }
   bool needs_gpu_memory() const override { return true; }
@@ -205,17 +205,6 @@ class NcclCommunicator final : public Communicator {
     return std::make_unique<NcclPending>(ev, state_);
   }
 
-  // Host-memory reductions (counts, losses, statistics) stay on the bootstrap communicator.
-  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
-    boot_.allreduce(data, n, op);
-  }
-  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
-    boot_.allreduce(data, n, op);
-  }
-  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
-    boot_.allreduce(data, n, op);
-  }
-
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
     if (state_.aborted)
@@ -230,17 +219,9 @@ class NcclCommunicator final : public Communicator {
     done.wait();
   }
 
-  std::vector<char> gather(const void* data, std::size_t bytes, int root,
-                           std::vector<std::size_t>* counts) override {
-    return boot_.gather(data, bytes, root, counts);
-  }
-  void broadcast(void* data, std::size_t bytes, int root) override {
-    boot_.broadcast(data, bytes, root);
-  }
-  void barrier() override { boot_.barrier(); }
   void abort(int code) override {
     state_.abort_once();
-    boot_.abort(code);
+    ForwardingCommunicator::abort(code);
   }
 
  private:
@@ -251,7 +232,6 @@ class NcclCommunicator final : public Communicator {
     HALO_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
   }
 
-  Communicator& boot_;
   NcclState state_;
   cudaEvent_t ready_ = nullptr;
   int unwind_hook_ = 0;

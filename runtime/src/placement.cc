@@ -33,38 +33,10 @@ std::string machine_id() {
 // over MPI (host memory) it sends the halo exchange through its direct path, the one NCCL
 // takes on GPUs, so that path's buffer handling meets real peers without GPUs
 // (HALO_TEST_DIRECT_EXCHANGE=1; a test hook, not a mode).
-class DirectOver final : public Communicator {
+class DirectOver final : public ForwardingCommunicator {
  public:
-  explicit DirectOver(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  const char* name() const override { return inner_.name(); }
+  using ForwardingCommunicator::ForwardingCommunicator;
   bool device_buffers() const override { return true; }
-  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
-                                    std::span<const PeerBlock> recvs, int tag) override {
-    return inner_.exchange(sends, recvs, tag);
-  }
-  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
-    inner_.allreduce(data, n, op);
-  }
-  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
-    inner_.allreduce(data, n, op);
-  }
-  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
-    inner_.allreduce(data, n, op);
-  }
-  std::vector<char> gather(const void* data, std::size_t bytes, int root,
-                           std::vector<std::size_t>* counts) override {
-    return inner_.gather(data, bytes, root, counts);
-  }
-  void broadcast(void* data, std::size_t bytes, int root) override {
-    inner_.broadcast(data, bytes, root);
-  }
-  void barrier() override { inner_.barrier(); }
-  void abort(int code) override { inner_.abort(code); }
-
- private:
-  Communicator& inner_;
 };
 
 // Every rank's string (up to 127 bytes), in rank order, on every rank.

@@ -171,6 +171,8 @@ std::string meta_string(const nlohmann::json& j, const std::string& key,
 // j[key], a boolean; absent gives fallback.
 bool meta_bool(const nlohmann::json& j, const std::string& key, const std::filesystem::path& file,
                bool fallback);
+// The "labels" object of d's meta.json (datasets and parts write the same one).
+nlohmann::json labels_meta(const GraphDataset& d);
 // A "labels" object: kind none/multiclass/multilabel with the columns and classes it needs.
 void check_labels_meta(const nlohmann::json& labels, const std::filesystem::path& file);
 // j[key], an object; absent is an error.

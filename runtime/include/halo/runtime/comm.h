@@ -67,6 +67,45 @@ class Communicator {
   virtual void abort(int code) = 0;
 };
 
+// A communicator that passes every call to another one: the base of communicators that change
+// only a few calls of the one they run over (NCCL over its bootstrap, the direct-path test hook).
+class ForwardingCommunicator : public Communicator {
+ public:
+  // inner must outlive this communicator.
+  explicit ForwardingCommunicator(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  const char* name() const override { return inner_.name(); }
+  std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
+                                    std::span<const PeerBlock> recvs, int tag) override {
+    return inner_.exchange(sends, recvs, tag);
+  }
+  void allreduce(float* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  void allreduce(double* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  void allreduce(std::int64_t* data, std::int64_t n, ReduceOp op) override {
+    inner_.allreduce(data, n, op);
+  }
+  std::vector<char> gather(const void* data, std::size_t bytes, int root,
+                           std::vector<std::size_t>* counts) override {
+    return inner_.gather(data, bytes, root, counts);
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    inner_.broadcast(data, bytes, root);
+  }
+  void barrier() override { inner_.barrier(); }
+  bool device_buffers() const override { return inner_.device_buffers(); }
+  bool needs_gpu_memory() const override { return inner_.needs_gpu_memory(); }
+  void allreduce_device(float* data, std::int64_t n) override { inner_.allreduce_device(data, n); }
+  void abort(int code) override { inner_.abort(code); }
+
+ private:
+  Communicator& inner_;
+};
+
 // The single-process communicator: rank 0 alone; blocks sent to itself land in its receives
 // (in order, host memory); reductions are the identity.
 class LocalCommunicator final : public Communicator {
