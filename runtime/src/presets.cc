@@ -1,14 +1,31 @@
-// The trainer's options: their checks and the device choice (trainer.h), the preset table and
-// the HALO_INJECT_FAULT parser (presets.h).
+// The trainer's options: their checks, the default split and the device choice (trainer.h), the
+// outputs' check, the preset table and the HALO_INJECT_FAULT parser (presets.h).
 #include "halo/runtime/presets.h"
 
 #include <cstdint>
 #include <stdexcept>
 
+#include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/staging.h"
 #include "halo/runtime/trainer.h"
 
 namespace halo {
+
+std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for) {
+  for (const Split& s : splits)
+    if (s.name == "public") return "public";
+  if (!partitioned_for.empty()) return partitioned_for;
+  return splits.empty() ? "" : splits[0].name;
+}
+
+// Refuses before any work (staging.h): a run must not end hours later on a --predictions-out it
+// cannot write. Rank 0 writes the log and predictions; every rank writes its checkpoint folder.
+void check_train_outputs(const TrainOptions& opt, const std::filesystem::path& input, bool lead) {
+  if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {input});
+  if (lead && !opt.predictions_out.empty()) resolve_file_output(opt.predictions_out, {input});
+  if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {input});
+}
 
 DeviceChoice parse_device_choice(std::string_view s) {
   if (s == "cpu") return DeviceChoice::kCpu;

@@ -30,6 +30,7 @@
 #include "halo/runtime/comm.h"
 #include "halo/runtime/halo_exchange.h"
 #include "halo/runtime/memory_model.h"
+#include "halo/runtime/presets.h"
 #include "placement.h"
 #include "train_checkpoint.h"
 #include "train_report.h"
@@ -37,13 +38,6 @@
 namespace halo {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for) {
-  for (const Split& s : splits)
-    if (s.name == "public") return "public";
-  if (!partitioned_for.empty()) return partitioned_for;
-  return splits.empty() ? "" : splits[0].name;
-}
 
 namespace {
 
@@ -531,19 +525,10 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   throw out_of_memory(d, comm, opt_in);
 }
 
-// Refuses, before any work, an output that would replace something it must not or touch the input
-// (staging.h): a run must not end hours later on a --predictions-out it cannot write. Rank 0
-// writes the log and predictions; every rank writes its checkpoint folder.
-void check_outputs(const TrainOptions& opt, const fs::path& input, bool lead) {
-  if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {input});
-  if (lead && !opt.predictions_out.empty()) resolve_file_output(opt.predictions_out, {input});
-  if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {input});
-}
-
 }  // namespace
 
 TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std::ostream& out) {
-  check_outputs(opt, dataset, /*lead=*/true);
+  check_train_outputs(opt, dataset, /*lead=*/true);
   const GraphDataset d = read_graph_dataset(dataset);
   RankData r;
   r.source = dataset.string();
@@ -564,7 +549,7 @@ TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std
 
 TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt,
                          std::ostream& out) {
-  check_outputs(opt, parts, comm.rank() == 0);
+  check_train_outputs(opt, parts, comm.rank() == 0);
   const json meta = read_parts_meta(parts);
   const int k = meta.at("k").get<int>();
   if (k != comm.size())
