@@ -145,7 +145,7 @@ TEST_F(CudaBackendTest, NameAndDevice) {
 TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(301, 257, 11);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   for (std::int64_t f : kWidths) {
     const std::string what = "spmm f=" + std::to_string(f);
     const Matrix X = host_matrix(A.cols, f, std::uint32_t(f));
@@ -188,7 +188,8 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
   const SparseMatrix A = skewed_sparse(301, 257, 13);
   for (const std::string kernel : {"own", "alg2"}) {
     const SpmmKernelChoice choice(kernel);
-    const DeviceSparse dA(A);  // a new storage id: plans are made (and the variable read) anew
+    // A new storage id: plans are made (and the variable read) anew.
+    const SparseMatrix dA = A.to_device(Device::kCuda);
     for (std::int64_t f : kWidths) {
       const std::string what = kernel + " spmm f=" + std::to_string(f);
       const Matrix X = host_matrix(A.cols, f, std::uint32_t(f + 7));
@@ -205,7 +206,7 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
     }
   }
   const SpmmKernelChoice bad("fastest");
-  const DeviceSparse dB(A);
+  const SparseMatrix dB = A.to_device(Device::kCuda);
   const Matrix dX = upload(host_matrix(A.cols, 7, 3));
   Matrix dY(A.rows, 7, 0.f, Device::kCuda);
   EXPECT_THROW(gpu.spmm(dB.view(), dX.view(), dY.view()), ParamError);
@@ -220,7 +221,7 @@ TEST_F(CudaBackendTest, SpmmPlansDoNotOutliveTheirOperator) {
   const Matrix X = host_matrix(150, 33, 5);
   const Matrix dX = upload(X);
   for (const SparseMatrix* A : {&A1, &A2}) {
-    const DeviceSparse dA(*A);
+    const SparseMatrix dA = A->to_device(Device::kCuda);
     Matrix Y(200, 33), dY(200, 33, NAN, Device::kCuda);
     cpu.spmm(A->view(), X.view(), Y.view());
     gpu.spmm(dA.view(), dX.view(), dY.view());
@@ -232,7 +233,7 @@ TEST_F(CudaBackendTest, SpmmPlansDoNotOutliveTheirOperator) {
 TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(300, 100, 12);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   for (std::int64_t f : {std::int64_t(7), std::int64_t(33)}) {
     const Matrix X = host_matrix(A.cols, f, 99);
     const Matrix dX = upload(X);
@@ -266,7 +267,7 @@ TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {
   A.rows = 20;
   A.cols = 10;
   A.offsets.assign(21, 0);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   const Matrix dX = upload(host_matrix(10, 7, 5));
   Matrix dY(20, 7, 3.f, Device::kCuda);
   gpu.spmm(dA.view(), dX.view(), dY.view());
