@@ -1,32 +1,10 @@
 // Normalised sparse operators and their transposes.
 #include "halo/gnn/graph_op.h"
 
-#include <atomic>
 #include <cmath>
-
-#include "halo/gnn/device.h"
+#include <vector>
 
 namespace halo {
-
-void DeviceSparse::Free::operator()(void* p) const noexcept { device_free(p); }
-
-DeviceSparse::DeviceSparse(const SparseMatrix& a) {
-  auto upload = [](const void* src, std::size_t bytes) {
-    void* p = device_alloc(bytes);
-    device_copy(p, src, bytes, CopyKind::kHostToDevice);
-    return p;
-  };
-  offsets_.reset(upload(a.offsets.data(), sizeof(EdgeId) * a.offsets.size()));
-  indices_.reset(upload(a.indices.data(), sizeof(NodeId) * a.indices.size()));
-  values_.reset(upload(a.values.data(), sizeof(float) * a.values.size()));
-  static std::atomic<std::uint64_t> next_id{1};
-  view_ = {a.rows,
-           a.cols,
-           static_cast<const EdgeId*>(offsets_.get()),
-           static_cast<const NodeId*>(indices_.get()),
-           static_cast<const float*>(values_.get()),
-           next_id.fetch_add(1, std::memory_order_relaxed)};
-}
 
 SparseMatrix transpose(const SparseMatrix& a) {
   SparseMatrix t;

@@ -26,9 +26,10 @@
 //
 // Plans: descriptor, int32 offsets and the external buffer (preprocessed with
 // cusparseSpMM_preprocess, which ALG3 benefits from) are built once per (operator, dense width)
-// and reused; the cache is keyed by the upload's storage_id (unique per DeviceSparse, so an
-// operator allocated where a freed one lived never meets the old plan), every pointer the
-// descriptor holds and the shape. Row slices of a bigger CSR (offsets shifted, offsets[0] != 0,
+// and reused; the cache is keyed by the upload's storage_id (unique per device SparseMatrix:
+// each to_device(kCuda), and each copy of a device matrix, gets a new one, so an operator
+// allocated where a freed one lived never meets the old plan), every pointer the descriptor
+// holds and the shape. Row slices of a bigger CSR (offsets shifted, offsets[0] != 0,
 // indices and values not shifted) are handled by rebasing: offsets - offsets[0] over
 // indices + offsets[0], values + offsets[0]. The offsets' first and last entries are read once
 // per plan (SparseView::nnz() would dereference device memory on the host).

@@ -139,8 +139,8 @@ struct RankRun {
   ExchangeComms comms;
   std::optional<TimedBackend> timed;  // wraps the backend; used under --profile
   Backend* be = nullptr;
-  Matrix x_dev;  // device copies (CUDA)
-  DeviceOperator gcn_dev, mean_dev;
+  Matrix x_dev;                     // device copies (CUDA)
+  GraphOperator gcn_dev, mean_dev;  // gcn / mean in device memory
   DeviceArray<NodeId> gids_dev, train_dev;
   DeviceArray<std::int32_t> labels_dev;
   std::unique_ptr<HaloExchanger> exch;  // K > 1
@@ -222,9 +222,9 @@ void place(RankRun& k) {
     copy_floats(k.dev, k.x_dev.data(), Device::kCpu, k.x.data, k.x.size());
     k.x = k.x_dev.view();
     if (opt.model.kind == ModelKind::kGcn)
-      k.gcn_dev = DeviceOperator(k.gcn);
+      k.gcn_dev = k.gcn.to_device(k.dev);
     else
-      k.mean_dev = DeviceOperator(k.mean);
+      k.mean_dev = k.mean.to_device(k.dev);
     if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());

@@ -145,7 +145,7 @@ TEST_F(CudaBackendTest, NameAndDevice) {
 TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(301, 257, 11);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   for (std::int64_t f : kWidths) {
     const std::string what = "spmm f=" + std::to_string(f);
     const Matrix X = host_matrix(A.cols, f, std::uint32_t(f));
@@ -188,7 +188,8 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
   const SparseMatrix A = skewed_sparse(301, 257, 13);
   for (const std::string kernel : {"own", "alg2"}) {
     const SpmmKernelChoice choice(kernel);
-    const DeviceSparse dA(A);  // a new storage id: plans are made (and the variable read) anew
+    // A new storage id: plans are made (and the variable read) anew.
+    const SparseMatrix dA = A.to_device(Device::kCuda);
     for (std::int64_t f : kWidths) {
       const std::string what = kernel + " spmm f=" + std::to_string(f);
       const Matrix X = host_matrix(A.cols, f, std::uint32_t(f + 7));
@@ -205,7 +206,7 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
     }
   }
   const SpmmKernelChoice bad("fastest");
-  const DeviceSparse dB(A);
+  const SparseMatrix dB = A.to_device(Device::kCuda);
   const Matrix dX = upload(host_matrix(A.cols, 7, 3));
   Matrix dY(A.rows, 7, 0.f, Device::kCuda);
   EXPECT_THROW(gpu.spmm(dB.view(), dX.view(), dY.view()), ParamError);
@@ -220,7 +221,7 @@ TEST_F(CudaBackendTest, SpmmPlansDoNotOutliveTheirOperator) {
   const Matrix X = host_matrix(150, 33, 5);
   const Matrix dX = upload(X);
   for (const SparseMatrix* A : {&A1, &A2}) {
-    const DeviceSparse dA(*A);
+    const SparseMatrix dA = A->to_device(Device::kCuda);
     Matrix Y(200, 33), dY(200, 33, NAN, Device::kCuda);
     cpu.spmm(A->view(), X.view(), Y.view());
     gpu.spmm(dA.view(), dX.view(), dY.view());
@@ -232,7 +233,7 @@ TEST_F(CudaBackendTest, SpmmPlansDoNotOutliveTheirOperator) {
 TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(300, 100, 12);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   for (std::int64_t f : {std::int64_t(7), std::int64_t(33)}) {
     const Matrix X = host_matrix(A.cols, f, 99);
     const Matrix dX = upload(X);
@@ -266,11 +267,64 @@ TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {
   A.rows = 20;
   A.cols = 10;
   A.offsets.assign(21, 0);
-  const DeviceSparse dA(A);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
   const Matrix dX = upload(host_matrix(10, 7, 5));
   Matrix dY(20, 7, 3.f, Device::kCuda);
   gpu.spmm(dA.view(), dX.view(), dY.view());
   expect_bitwise(dY.to_host(), std::vector<float>(140, 0.f), "empty spmm");
+}
+
+// SparseMatrix on the GPU: every copy to the device (to_device, or a copy of a device matrix) is
+// a new storage with its own storage_id, which the SpMM plan cache keys on; each gives the CPU's
+// product; a move hands the storage (and id) over and leaves the source empty; copied back to
+// the host the arrays are the original's.
+TEST_F(CudaBackendTest, SparseMatrixUploadsHaveTheirOwnStorageIds) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(120, 90, 31);
+  const SparseMatrix d1 = A.to_device(Device::kCuda), d2 = A.to_device(Device::kCuda);
+  SparseMatrix d3 = d1;  // a deep copy on the device
+  const SparseView v1 = d1.view(), v2 = d2.view(), v3 = d3.view();
+  EXPECT_EQ(d1.device(), Device::kCuda);
+  EXPECT_EQ(d3.device(), Device::kCuda);
+  EXPECT_EQ(A.view().storage_id, 0u);
+  for (const SparseView* v : {&v1, &v2, &v3}) {
+    EXPECT_NE(v->storage_id, 0u);
+    EXPECT_EQ(v->rows, A.rows);
+    EXPECT_EQ(v->cols, A.cols);
+  }
+  EXPECT_NE(v1.storage_id, v2.storage_id);
+  EXPECT_NE(v1.storage_id, v3.storage_id);
+  EXPECT_NE(v2.storage_id, v3.storage_id);
+  EXPECT_NE(v1.offsets, v3.offsets);
+  EXPECT_TRUE(d1.offsets.empty() && d1.indices.empty() && d1.values.empty());  // host-only
+  const Matrix X = host_matrix(A.cols, 33, 8);
+  const Matrix dX = upload(X);
+  Matrix Y(A.rows, 33);
+  cpu.spmm(A.view(), X.view(), Y.view());
+  for (const SparseView* v : {&v1, &v2, &v3}) {
+    Matrix dY(A.rows, 33, NAN, Device::kCuda);
+    gpu.spmm(*v, dX.view(), dY.view());
+    expect_close(dY.to_host(), Y.storage(), 1e-4, 1e-4, "upload " + std::to_string(v->storage_id));
+  }
+  const SparseMatrix moved = std::move(d3);
+  EXPECT_EQ(moved.device(), Device::kCuda);
+  EXPECT_EQ(moved.view().storage_id, v3.storage_id);
+  EXPECT_EQ(moved.view().offsets, v3.offsets);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the state after a move is the contract
+  const SparseView gone = d3.view();
+  EXPECT_EQ(d3.device(), Device::kCpu);
+  EXPECT_EQ(gone.rows, 0);
+  EXPECT_EQ(gone.cols, 0);
+  EXPECT_EQ(gone.offsets, nullptr);
+  EXPECT_EQ(gone.storage_id, 0u);
+  const SparseMatrix back = moved.to_device(Device::kCpu);
+  EXPECT_EQ(back.device(), Device::kCpu);
+  EXPECT_EQ(back.view().storage_id, 0u);
+  EXPECT_EQ(back.rows, A.rows);
+  EXPECT_EQ(back.cols, A.cols);
+  EXPECT_EQ(back.offsets, A.offsets);
+  EXPECT_EQ(back.indices, A.indices);
+  EXPECT_EQ(back.values, A.values);
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -59,10 +59,10 @@ int main(int argc, char** argv) {
         gpu ? std::vector<std::string>{"alg3", "own", "alg2"} : std::vector<std::string>{"cpu"};
     for (const std::string& kernel : kernels) {
       for (std::int64_t f : widths) {
-        DeviceSparse dev_a;  // a fresh upload: its plans are made with this kernel
+        SparseMatrix dev_a;  // a fresh upload: its plans are made with this kernel
         if (gpu) {
           ::setenv("HALO_CUDA_SPMM", kernel.c_str(), 1);
-          dev_a = DeviceSparse(op.fwd);
+          dev_a = op.fwd.to_device(Device::kCuda);
         }
         const SparseView a = gpu ? dev_a.view() : op.fwd.view();
         Matrix x(n, f, 1.f, dv), y(n, f, 0.f, dv);

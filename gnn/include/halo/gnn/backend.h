@@ -18,23 +18,10 @@
 
 #include "halo/gnn/matrix.h"
 #include "halo/gnn/rng.h"
+#include "halo/gnn/sparse.h"
 #include "halo/graph/types.h"
 
 namespace halo {
-
-// A CSR operator with values, rows x cols (e.g. the normalised adjacency restricted to owned
-// rows, over owned + halo columns).
-struct SparseView {
-  std::int64_t rows = 0, cols = 0;
-  const EdgeId* offsets = nullptr;
-  const NodeId* indices = nullptr;
-  const float* values = nullptr;
-  // Names the uploaded arrays (DeviceSparse: unique per upload, never reused; 0 for host views).
-  // A backend that caches per-operator state keys it on this too: a freed operator's addresses
-  // can come back for a new one of the same shape.
-  std::uint64_t storage_id = 0;
-  EdgeId nnz() const { return rows ? offsets[rows] : 0; }
-};
 
 struct AdamStep {
   float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;

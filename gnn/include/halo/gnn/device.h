@@ -39,8 +39,8 @@ void use_device(int index);
 // CUDA_VISIBLE_DEVICES renumbered. Throws SystemError without CUDA.
 std::string device_pci_bus_id(int index);
 
-// Raw device memory for RAII owners (Matrix, device sparse operators). Throw SystemError
-// naming the CUDA call on failure, or when halo was built without CUDA.
+// Raw device memory for RAII owners (Matrix, SparseMatrix). Throw SystemError naming the CUDA
+// call on failure, or when halo was built without CUDA.
 void* device_alloc(std::size_t bytes);
 void device_free(void* p) noexcept;
 enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };

@@ -6,63 +6,35 @@
 // backward is a gather, never a scatter with atomics.
 #pragma once
 
-#include <memory>
-#include <vector>
+#include <cstdint>
 
-#include "halo/gnn/backend.h"
+#include "halo/gnn/sparse.h"
 #include "halo/graph/csr.h"
 
 namespace halo {
-
-// A sparse operator with owned storage.
-struct SparseMatrix {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<EdgeId> offsets;
-  std::vector<NodeId> indices;
-  std::vector<float> values;
-  SparseView view() const { return {rows, cols, offsets.data(), indices.data(), values.data()}; }
-};
-
-// A SparseMatrix copied to GPU memory (RAII), for the CUDA backend.
-class DeviceSparse {
- public:
-  DeviceSparse() = default;
-  explicit DeviceSparse(const SparseMatrix& a);
-  SparseView view() const { return view_; }
-
- private:
-  struct Free {
-    void operator()(void* p) const noexcept;
-  };
-  std::unique_ptr<void, Free> offsets_, indices_, values_;
-  SparseView view_;
-};
 
 // An operator and its transpose as kernels see them (host or device memory).
 struct OperatorView {
   SparseView fwd, bwd;
 };
 
+// An operator and its transpose, owned together in one memory (host or device: SparseMatrix).
 struct GraphOperator {
   SparseMatrix fwd;  // rows x cols
   SparseMatrix bwd;  // its transpose: cols x rows
+  // Both views, wherever the matrices live.
   OperatorView view() const { return {fwd.view(), bwd.view()}; }
-};
-
-// A GraphOperator copied to the GPU.
-struct DeviceOperator {
-  DeviceSparse fwd, bwd;
-  DeviceOperator() = default;
-  explicit DeviceOperator(const GraphOperator& op) : fwd(op.fwd), bwd(op.bwd) {}
-  OperatorView view() const { return {fwd.view(), bwd.view()}; }
+  // Both copied into d's memory (SparseMatrix::to_device: on the GPU, a storage_id each).
+  GraphOperator to_device(Device d) const { return {fwd.to_device(d), bwd.to_device(d)}; }
 };
 
 // g: rows = owned nodes, columns over [0, cols) where the first g.num_nodes columns are the
-// owned rows themselves; degree[c] = global degree of local column c.
+// owned rows themselves; degree[c] = global degree of local column c. Both build host matrices
+// (to_device moves them on).
 GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree);
 GraphOperator mean_operator(const CsrView& g, std::int64_t cols);
 
-// The transpose of a CSR operator, rows sorted by column (deterministic).
+// The transpose of a host CSR operator, rows sorted by column (deterministic; a host matrix).
 SparseMatrix transpose(const SparseMatrix& a);
 
 }  // namespace halo
