@@ -54,8 +54,8 @@ void CpuBackend::set_matmul_precision(MatmulPrecision p) {
   precision_ = p;
 }
 
-void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
-                      float beta, const MatrixView& C) {
+void CpuBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                         float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
   if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C))
@@ -91,7 +91,7 @@ void CpuBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const 
   }
 }
 
-void CpuBackend::add_bias(const MatrixView& Y, const float* b) {
+void CpuBackend::do_add_bias(const MatrixView& Y, const float* b) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < Y.rows; ++r) {
     float* y = Y.row(r);
@@ -100,7 +100,7 @@ void CpuBackend::add_bias(const MatrixView& Y, const float* b) {
   }
 }
 
-void CpuBackend::column_sums(const MatrixView& X, float* out) {
+void CpuBackend::do_column_sums(const MatrixView& X, float* out) {
   std::vector<double> s(std::size_t(X.cols));
   double* outs[1] = {s.data()};
   reduce_columns(X.rows, X.cols, 1, outs, [&](std::int64_t r, double* acc) {
@@ -110,18 +110,18 @@ void CpuBackend::column_sums(const MatrixView& X, float* out) {
   for (std::int64_t c = 0; c < X.cols; ++c) out[c] = float(s[std::size_t(c)]);
 }
 
-void CpuBackend::relu(const MatrixView& Y) {
+void CpuBackend::do_relu(const MatrixView& Y) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < Y.size(); ++i) Y.data[i] = std::max(Y.data[i], 0.f);
 }
 
-void CpuBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
+void CpuBackend::do_relu_backward(const MatrixView& Y, const MatrixView& dY) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < Y.size(); ++i) dY.data[i] = Y.data[i] > 0.f ? dY.data[i] : 0.f;
 }
 
-void CpuBackend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
-                                  const MatrixView& dY) {
+void CpuBackend::do_bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                     const MatrixView& dY) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < xhat.rows; ++r) {
     const float* h = xhat.row(r);
@@ -276,18 +276,18 @@ struct RowDropout {
 
 }  // namespace
 
-void CpuBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+void CpuBackend::do_dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   if (p <= 0.f) return;
   const RowDropout drop(p, key, row_ids, Y.cols, nullptr);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < Y.rows; ++r) drop.apply(Y.row(r), r);
 }
 
-void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
-                                         const float* inv_std, const float* gamma,
-                                         const float* beta, const MatrixView* xhat,
-                                         const MatrixView& Y, float p, PhiloxKey key,
-                                         const NodeId* row_ids, KeepBits* bits) {
+void CpuBackend::do_batch_norm_relu_dropout(const MatrixView& X, const float* mean,
+                                            const float* inv_std, const float* gamma,
+                                            const float* beta, const MatrixView* xhat,
+                                            const MatrixView& Y, float p, PhiloxKey key,
+                                            const NodeId* row_ids, KeepBits* bits) {
   // One pass instead of three: each output row is finished while it is in L1. The arithmetic is
   // batch_norm_apply's, relu's and dropout_row's, in their order, so the bits are theirs.
   const RowDropout drop(p, key, row_ids, Y.cols, bits);
@@ -300,11 +300,11 @@ void CpuBackend::batch_norm_relu_dropout(const MatrixView& X, const float* mean,
   drop.finish();
 }
 
-void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
-                                                  const float* beta, float p, PhiloxKey key,
-                                                  const NodeId* row_ids, const MatrixView& dY,
-                                                  double* sum_dy, double* sum_dy_xhat,
-                                                  KeepBits* bits) {
+void CpuBackend::do_batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                                     const float* beta, float p, PhiloxKey key,
+                                                     const NodeId* row_ids, const MatrixView& dY,
+                                                     double* sum_dy, double* sum_dy_xhat,
+                                                     KeepBits* bits) {
   const RowDropout drop(p, key, row_ids, dY.cols, bits);
   double* outs[2] = {sum_dy, sum_dy_xhat};
   const std::int64_t cols = dY.cols;
@@ -322,7 +322,7 @@ void CpuBackend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const 
   drop.finish();
 }
 
-void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
+void CpuBackend::do_column_moments(const MatrixView& X, double* sum, double* sumsq) {
   double* outs[2] = {sum, sumsq};
   const std::int64_t cols = X.cols;
   reduce_columns(X.rows, cols, 2, outs, [&](std::int64_t r, double* acc) {
@@ -334,17 +334,17 @@ void CpuBackend::column_moments(const MatrixView& X, double* sum, double* sumsq)
   });
 }
 
-void CpuBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
-                                  const float* gamma, const float* beta, const MatrixView* xhat,
-                                  const MatrixView& Y) {
+void CpuBackend::do_batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                     const float* gamma, const float* beta, const MatrixView* xhat,
+                                     const MatrixView& Y) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < X.rows; ++r)
     batch_norm_row<false>(X.row(r), mean, inv_std, gamma, beta, xhat ? xhat->row(r) : nullptr,
                           Y.row(r), X.cols);
 }
 
-void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
-                                      double* sum_dy_xhat) {
+void CpuBackend::do_batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat,
+                                         double* sum_dy, double* sum_dy_xhat) {
   double* outs[2] = {sum_dy, sum_dy_xhat};
   const std::int64_t cols = dY.cols;
   reduce_columns(dY.rows, cols, 2, outs, [&](std::int64_t r, double* acc) {
@@ -357,9 +357,10 @@ void CpuBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xh
   });
 }
 
-void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
-                                     const float* gamma, const float* inv_std, const float* mean_dy,
-                                     const float* mean_dy_xhat, const MatrixView& dX) {
+void CpuBackend::do_batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
+                                        const float* gamma, const float* inv_std,
+                                        const float* mean_dy, const float* mean_dy_xhat,
+                                        const MatrixView& dX) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < dY.rows; ++r) {
     const float* d = dY.row(r);
@@ -370,9 +371,9 @@ void CpuBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xha
   }
 }
 
-double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels,
-                                const NodeId* rows, std::int64_t nrows, double denom,
-                                const MatrixView& dlogits, std::int64_t* counted) {
+double CpuBackend::do_softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                                   const NodeId* rows, std::int64_t nrows, double denom,
+                                   const MatrixView& dlogits, std::int64_t* counted) {
   fill(dlogits, 0.f);
   std::vector<double> loss(std::size_t(nrows), 0.0);
   const std::int64_t k = logits.cols;
@@ -408,9 +409,9 @@ double CpuBackend::softmax_xent(const MatrixView& logits, const std::int32_t* la
   return total;
 }
 
-double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels,
-                              const NodeId* rows, std::int64_t nrows, double denom,
-                              const MatrixView& dlogits, std::int64_t* counted) {
+double CpuBackend::do_bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t nrows, double denom,
+                                 const MatrixView& dlogits, std::int64_t* counted) {
   fill(dlogits, 0.f);
   const std::int64_t t = logits.cols;
   std::vector<double> loss(std::size_t(nrows), 0.0);
@@ -440,8 +441,8 @@ double CpuBackend::bce_logits(const MatrixView& logits, const std::int32_t* labe
   return total;
 }
 
-void CpuBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
-                      const AdamStep& s) {
+void CpuBackend::do_adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                         const AdamStep& s) {
   const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
   const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
   const float step_size = float(double(s.lr) / bc1);
@@ -455,15 +456,15 @@ void CpuBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t
   }
 }
 
-void CpuBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                             const MatrixView& dst) {
+void CpuBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                const MatrixView& dst) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i)
     std::memcpy(dst.row(i), src.row(idx[i]), sizeof(float) * std::size_t(src.cols));
 }
 
-void CpuBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                                  const MatrixView& dst) {
+void CpuBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                     const MatrixView& dst) {
   for (std::int64_t i = 0; i < n; ++i) {  // sequential: idx may repeat, order fixed
     float* d = dst.row(idx[i]);
     const float* s = src.row(i);
@@ -471,28 +472,28 @@ void CpuBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std:
   }
 }
 
-void CpuBackend::add(const MatrixView& src, const MatrixView& dst) {
+void CpuBackend::do_add(const MatrixView& src, const MatrixView& dst) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < src.size(); ++i) dst.data[i] += src.data[i];
 }
 
-void CpuBackend::copy(const MatrixView& src, const MatrixView& dst) {
+void CpuBackend::do_copy(const MatrixView& src, const MatrixView& dst) {
   // An empty matrix may have no storage, and memcpy from null is undefined even for 0 bytes.
   if (src.size() == 0) return;
   std::memcpy(dst.data, src.data, sizeof(float) * std::size_t(src.size()));
 }
 
-void CpuBackend::fill(const MatrixView& X, float v) {
+void CpuBackend::do_fill(const MatrixView& X, float v) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < X.size(); ++i) X.data[i] = v;
 }
 
-void CpuBackend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+void CpuBackend::do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) dst[i] = to_bf16(src[i]);
 }
 
-void CpuBackend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+void CpuBackend::do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) dst[i] = from_bf16(src[i]);
 }

@@ -488,8 +488,8 @@ double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, st
 
 // ---- ops ------------------------------------------------------------------------------------
 
-void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
-                       float beta, const MatrixView& C) {
+void CudaBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                          float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -523,13 +523,13 @@ void CudaBackend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const
                                  C.data, CUDA_R_32F, int(C.cols), compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaBackend::add_bias(const MatrixView& Y, const float* b) {
+void CudaBackend::do_add_bias(const MatrixView& Y, const float* b) {
   if (Y.size() == 0) return;
   add_bias_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, b, Y.size(), Y.cols);
   check_launch();
 }
 
-void CudaBackend::column_sums(const MatrixView& X, float* out) {
+void CudaBackend::do_column_sums(const MatrixView& X, float* out) {
   if (X.cols == 0) return;
   if (X.rows == 0) {
     HALO_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * std::size_t(X.cols), stream_));
@@ -538,27 +538,27 @@ void CudaBackend::column_sums(const MatrixView& X, float* out) {
   reduce_columns<0>(X, nullptr, out);
 }
 
-void CudaBackend::relu(const MatrixView& Y) {
+void CudaBackend::do_relu(const MatrixView& Y) {
   if (Y.size() == 0) return;
   relu_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, Y.size());
   check_launch();
 }
 
-void CudaBackend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
+void CudaBackend::do_relu_backward(const MatrixView& Y, const MatrixView& dY) {
   if (Y.size() == 0) return;
   relu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, Y.size());
   check_launch();
 }
 
-void CudaBackend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
-                                   const MatrixView& dY) {
+void CudaBackend::do_bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                      const MatrixView& dY) {
   if (xhat.size() == 0) return;
   bn_relu_backward_kernel<<<grid_for(xhat.size()), kThreads, 0, stream_>>>(
       xhat.data, gamma, beta, dY.data, xhat.size(), xhat.cols);
   check_launch();
 }
 
-void CudaBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+void CudaBackend::do_dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   if (p <= 0.f || Y.size() == 0) return;
   const float scale = 1.f / (1.f - p);
   const std::uint32_t threshold = dropout_threshold(p);
@@ -568,7 +568,7 @@ void CudaBackend::dropout(const MatrixView& Y, float p, PhiloxKey key, const Nod
   check_launch();
 }
 
-void CudaBackend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
+void CudaBackend::do_column_moments(const MatrixView& X, double* sum, double* sumsq) {
   const std::int64_t cols = X.cols;
   if (cols == 0) return;
   if (X.rows == 0) {
@@ -584,9 +584,9 @@ void CudaBackend::column_moments(const MatrixView& X, double* sum, double* sumsq
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
-                                   const float* gamma, const float* beta, const MatrixView* xhat,
-                                   const MatrixView& Y) {
+void CudaBackend::do_batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                      const float* gamma, const float* beta, const MatrixView* xhat,
+                                      const MatrixView& Y) {
   if (X.size() == 0) return;
   const std::int64_t cols = X.cols;
   Layout lay;
@@ -600,8 +600,8 @@ void CudaBackend::batch_norm_apply(const MatrixView& X, const float* mean, const
   check_launch();
 }
 
-void CudaBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
-                                       double* sum_dy_xhat) {
+void CudaBackend::do_batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat,
+                                          double* sum_dy, double* sum_dy_xhat) {
   const std::int64_t cols = dY.cols;
   if (cols == 0) return;
   if (dY.rows == 0) {
@@ -617,10 +617,10 @@ void CudaBackend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& x
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
-                                      const float* gamma, const float* inv_std,
-                                      const float* mean_dy, const float* mean_dy_xhat,
-                                      const MatrixView& dX) {
+void CudaBackend::do_batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
+                                         const float* gamma, const float* inv_std,
+                                         const float* mean_dy, const float* mean_dy_xhat,
+                                         const MatrixView& dX) {
   if (dY.size() == 0) return;
   const std::int64_t cols = dY.cols;
   Layout lay;
@@ -659,26 +659,26 @@ double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, st
                     reinterpret_cast<long long*>(base + pcnt_at), counted);
 }
 
-double CudaBackend::softmax_xent(const MatrixView& logits, const std::int32_t* labels,
-                                 const NodeId* rows, std::int64_t nrows, double denom,
-                                 const MatrixView& dlogits, std::int64_t* counted) {
+double CudaBackend::do_softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                                    const NodeId* rows, std::int64_t nrows, double denom,
+                                    const MatrixView& dlogits, std::int64_t* counted) {
   return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* has) {
     softmax_xent_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(
         logits.data, logits.cols, labels, rows, nrows, denom, dlogits.data, loss, has);
   });
 }
 
-double CudaBackend::bce_logits(const MatrixView& logits, const std::int32_t* labels,
-                               const NodeId* rows, std::int64_t nrows, double denom,
-                               const MatrixView& dlogits, std::int64_t* counted) {
+double CudaBackend::do_bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                                  const NodeId* rows, std::int64_t nrows, double denom,
+                                  const MatrixView& dlogits, std::int64_t* counted) {
   return row_losses(dlogits, nrows, counted, [&](double* loss, std::int32_t* cnt) {
     bce_logits_kernel<<<grid_for(nrows * 32), kThreads, 0, stream_>>>(
         logits.data, logits.cols, labels, rows, nrows, denom, dlogits.data, loss, cnt);
   });
 }
 
-void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
-                       const AdamStep& s) {
+void CudaBackend::do_adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                          const AdamStep& s) {
   if (n <= 0) return;
   // The step constants exactly as the CPU computes them (on the host, in double).
   const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
@@ -690,16 +690,16 @@ void CudaBackend::adam(float* p, const float* g, float* m, float* v, std::int64_
   check_launch();
 }
 
-void CudaBackend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                              const MatrixView& dst) {
+void CudaBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                 const MatrixView& dst) {
   if (n <= 0 || src.cols == 0) return;
   gather_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, dst.data, n,
                                                                        src.cols);
   check_launch();
 }
 
-void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                                   const MatrixView& dst) {
+void CudaBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                      const MatrixView& dst) {
   if (n <= 0 || src.cols == 0) return;
   if (n > INT_MAX) throw ParamError("CudaBackend::scatter_add_rows: more than 2^31-1 rows");
   // Keys are in [0, dst.rows): sorting on the low bits that can be set is enough.
@@ -729,19 +729,19 @@ void CudaBackend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std
   check_launch();
 }
 
-void CudaBackend::add(const MatrixView& src, const MatrixView& dst) {
+void CudaBackend::do_add(const MatrixView& src, const MatrixView& dst) {
   if (src.size() == 0) return;
   add_kernel<<<grid_for(src.size()), kThreads, 0, stream_>>>(src.data, dst.data, src.size());
   check_launch();
 }
 
-void CudaBackend::copy(const MatrixView& src, const MatrixView& dst) {
+void CudaBackend::do_copy(const MatrixView& src, const MatrixView& dst) {
   if (src.size() == 0 || src.data == dst.data) return;
   HALO_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, sizeof(float) * std::size_t(src.size()),
                                   cudaMemcpyDeviceToDevice, stream_));
 }
 
-void CudaBackend::fill(const MatrixView& X, float v) {
+void CudaBackend::do_fill(const MatrixView& X, float v) {
   if (X.size() == 0) return;
   if (v == 0.f && !std::signbit(v)) {
     HALO_CUDA_CHECK(cudaMemsetAsync(X.data, 0, sizeof(float) * std::size_t(X.size()), stream_));
@@ -751,13 +751,13 @@ void CudaBackend::fill(const MatrixView& X, float v) {
   check_launch();
 }
 
-void CudaBackend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+void CudaBackend::do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
   if (n <= 0) return;
   pack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
   check_launch();
 }
 
-void CudaBackend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+void CudaBackend::do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
   if (n <= 0) return;
   unpack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
   check_launch();

@@ -152,7 +152,7 @@ void spmm_avx512(const SparseView& A, const T* x, std::int64_t stride, std::int6
 
 }  // namespace
 
-void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+void CpuBackend::do_spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   constexpr std::int64_t kBlock = 256;
   const std::int64_t f = X.cols;
   const float* __restrict x = X.data;
@@ -183,7 +183,7 @@ void CpuBackend::spmm(const SparseView& A, const MatrixView& X, const MatrixView
   }
 }
 
-void CpuBackend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+void CpuBackend::do_spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
 #if HALO_SPMM_AVX512
   // bf16 implies AVX-512 BF16 (set_matmul_precision checked it), hence AVX-512 F, BW and VL.
   if (precision_ == MatmulPrecision::kBf16) {

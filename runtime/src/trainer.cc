@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "halo/gnn/device.h"
-#include "halo/gnn/timed_backend.h"
+#include "halo/gnn/op_profile.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
@@ -137,7 +137,8 @@ struct RankRun {
   Device dev = Device::kCpu;
   bool gpu = false;
   ExchangeComms comms;
-  std::optional<TimedBackend> timed;  // wraps the backend; used under --profile
+  OpProfile profile;                      // --profile: time per op on this rank
+  std::optional<ProfileScope> profiling;  // times this thread's ops into profile under --profile
   Backend* be = nullptr;
   Matrix x_dev;                     // device copies (CUDA)
   GraphOperator gcn_dev, mean_dev;  // gcn / mean in device memory
@@ -215,8 +216,8 @@ void place(RankRun& k) {
   k.comms = place_rank(k.comm, k.gpu, !opt.quiet, k.out);
   Backend& base = k.gpu ? cuda_backend() : cpu_backend();
   base.set_matmul_precision(opt.matmul_precision);  // every run sets it: the backend is shared
-  k.timed.emplace(base);
-  k.be = opt.profile ? static_cast<Backend*>(&*k.timed) : &base;
+  k.be = &base;
+  if (opt.profile) k.profiling.emplace(k.profile);
   if (k.gpu) {
     k.x_dev = Matrix(d.owned, k.x.cols, 0.f, k.dev);
     copy_floats(k.dev, k.x_dev.data(), Device::kCpu, k.x.data, k.x.size());
@@ -517,7 +518,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   k.log.write_line(summary.to_json().dump());
   k.log.close();
   if (opt.profile && k.lead)
-    out << "time per kernel (training and evaluation, rank 0):\n" << k.timed->report();
+    out << "time per kernel (training and evaluation, rank 0):\n" << k.profile.report();
   t_allocating = "the predictions";
   if (!opt.predictions_out.empty()) predict(k, states, *last);  // in input order
   return summary;

@@ -51,109 +51,171 @@ struct KeepBits {
   bool filled = false;
 };
 
+// Each op is a non-virtual public function that checks what its comment states about shapes,
+// aliasing and memory space (O(1); a violation is a bug in the caller and throws
+// std::logic_error naming the op and the shapes), times itself when the calling thread has an
+// OpProfile (op_profile.h, for --profile), and calls the private virtual do_<op> a backend
+// implements. So a backend's do_ functions may take the checked shapes for granted, and adding
+// an op means one public function here and in backend.cc, plus its do_ in each backend. An op
+// that runs another op (a default composing others, gemm filling C) is timed once, as itself.
 class Backend {
  public:
   virtual ~Backend() = default;
+  // Where this backend's matrices live; every non-empty view an op takes must be there.
   virtual Device device() const = 0;
+  // "cpu" | "cuda", as logs and messages name it.
   virtual const char* name() const = 0;
 
   // Y = A X. A: r x k, X: k x f, Y: r x f (overwritten). Y must not alias X.
-  virtual void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
+  void spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y);
   // spmm when X is dead afterwards: a backend may overwrite X. With bf16 precision the CPU rounds
   // X to bfloat16 in place and gathers half the bytes (sums stay float32); the default is spmm.
-  virtual void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
-    spmm(A, X, Y);
-  }
+  void spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y);
   // Sets the arithmetic of the products from now on (process-wide for the shared backends);
   // throws SystemError naming the reason when this backend or machine cannot compute in it.
   virtual void set_matmul_precision(MatmulPrecision p) = 0;
+  // The arithmetic of the products, as last set (fp32 until then).
   virtual MatmulPrecision matmul_precision() const = 0;
   // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb, in matmul_precision(). C must
   // not alias A or B.
-  virtual void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
-                    float beta, const MatrixView& C) = 0;
+  void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
+            const MatrixView& C);
   // Y[r, :] += b for every row.
-  virtual void add_bias(const MatrixView& Y, const float* b) = 0;
+  void add_bias(const MatrixView& Y, const float* b);
   // out[c] = sum over rows of X[r, c] (overwrites out; fixed summation order).
-  virtual void column_sums(const MatrixView& X, float* out) = 0;
+  void column_sums(const MatrixView& X, float* out);
   // Y = max(Y, 0) in place.
-  virtual void relu(const MatrixView& Y) = 0;
-  // dY[r, c] = 0 where Y[r, c] <= 0 (Y is relu's output).
-  virtual void relu_backward(const MatrixView& Y, const MatrixView& dY) = 0;
+  void relu(const MatrixView& Y);
+  // dY[r, c] = 0 where Y[r, c] <= 0 (Y is relu's output; same shape).
+  void relu_backward(const MatrixView& Y, const MatrixView& dY);
   // dY[r, c] = 0 where xhat[r, c] * gamma[c] + beta[c] <= 0: ReLU's backward behind batch norm
   // from x-hat alone, so the layer's output need not be kept. The same float expression as
-  // batch_norm_apply's Y, so the mask is exactly relu_backward's on that Y.
-  virtual void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
-                                const MatrixView& dY) = 0;
+  // batch_norm_apply's Y, so the mask is exactly relu_backward's on that Y. Same shapes.
+  void bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                        const MatrixView& dY);
   // Y[r, c] *= keep / (1 - p), keep = philox_uniform(key, id(r), c) >= p, id(r) = row_ids[r]
   // (global node id) or r when row_ids is null. Applying it to dY is its backward.
-  virtual void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) = 0;
+  void dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids);
   // Partial column sums of X and X^2 in double (reduced across ranks for batch norm).
-  virtual void column_moments(const MatrixView& X, double* sum, double* sumsq) = 0;
-  // xhat = (X - mean) * inv_std; Y = xhat * gamma + beta. xhat may be null (inference).
-  virtual void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
-                                const float* gamma, const float* beta, const MatrixView* xhat,
-                                const MatrixView& Y) = 0;
+  void column_moments(const MatrixView& X, double* sum, double* sumsq);
+  // xhat = (X - mean) * inv_std; Y = xhat * gamma + beta (X, xhat, Y of one shape). xhat may be
+  // null (inference).
+  void batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, const MatrixView* xhat,
+                        const MatrixView& Y);
   // Fused forward of a batch-norm layer's activation: batch_norm_apply, then relu(Y), then
   // dropout(Y, p, key, row_ids) (none when p = 0), bit for bit the three ops in that order. The
   // default composes them; a backend overrides it to make one pass over the rows.
-  virtual void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
-                                       const float* gamma, const float* beta,
-                                       const MatrixView* xhat, const MatrixView& Y, float p,
-                                       PhiloxKey key, const NodeId* row_ids,
-                                       KeepBits* /*bits*/ = nullptr) {
+  void batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
+                               const float* gamma, const float* beta, const MatrixView* xhat,
+                               const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids,
+                               KeepBits* bits = nullptr);
+  // Its backward up to batch norm's sums: dropout(dY, p, key, row_ids), bn_relu_backward, then
+  // batch_norm_grad_sums, bit for bit those ops in that order; overridable as one pass.
+  void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                        const float* beta, float p, PhiloxKey key,
+                                        const NodeId* row_ids, const MatrixView& dY, double* sum_dy,
+                                        double* sum_dy_xhat, KeepBits* bits = nullptr);
+  // Partial sums over rows of dY and dY * xhat (same shape), in double.
+  void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                            double* sum_dy_xhat);
+  // dX = gamma * inv_std * (dY - mean_dy - xhat * mean_dy_xhat) (one shape); dX may alias dY.
+  void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                           const float* inv_std, const float* mean_dy, const float* mean_dy_xhat,
+                           const MatrixView& dX);
+  // Softmax cross-entropy over the listed rows with int labels (rows labelled -1 skipped):
+  // returns the summed loss; dlogits (all rows, logits' shape) = (softmax - onehot) / denom on
+  // listed rows, 0 elsewhere. Also returns through *counted the number of rows that had a label.
+  double softmax_xent(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                      std::int64_t nrows, double denom, const MatrixView& dlogits,
+                      std::int64_t* counted);
+  // Binary cross-entropy with logits over listed rows, labels rows x tasks (0/1, -1 missing):
+  // returns the summed loss over labelled entries; dlogits (logits' shape) = (sigmoid - y) /
+  // denom there.
+  double bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                    std::int64_t nrows, double denom, const MatrixView& dlogits,
+                    std::int64_t* counted);
+  // One Adam step on n parameters (p, m, v updated in place).
+  void adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
+  // dst[i, :] = src[idx[i], :] for i < n (n <= dst.rows, equal widths).
+  void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst);
+  // dst[idx[i], :] += src[i, :] for i < n, in order (idx may repeat; n <= src.rows, equal
+  // widths).
+  void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                        const MatrixView& dst);
+  // dst += src (same shape).
+  void add(const MatrixView& src, const MatrixView& dst);
+  // dst = src (same shape).
+  void copy(const MatrixView& src, const MatrixView& dst);
+  // Every element of X = v.
+  void fill(const MatrixView& X, float v);
+  // dst[i] = to_bf16(src[i]) for i < n (bf16.h: nearest even, NaN kept), both in this backend's
+  // memory: halo rows are narrowed where they live, so a GPU stages half the bytes.
+  void pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst);
+  // dst[i] = from_bf16(src[i]) for i < n (exact), both in this backend's memory.
+  void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst);
+
+ private:
+  // The ops' implementations, called once the public op's checks have passed (same arguments).
+  // The defaults compose other (public) ops.
+  virtual void do_spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) = 0;
+  virtual void do_spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+    spmm(A, X, Y);
+  }
+  virtual void do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                       float beta, const MatrixView& C) = 0;
+  virtual void do_add_bias(const MatrixView& Y, const float* b) = 0;
+  virtual void do_column_sums(const MatrixView& X, float* out) = 0;
+  virtual void do_relu(const MatrixView& Y) = 0;
+  virtual void do_relu_backward(const MatrixView& Y, const MatrixView& dY) = 0;
+  virtual void do_bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                                   const MatrixView& dY) = 0;
+  virtual void do_dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) = 0;
+  virtual void do_column_moments(const MatrixView& X, double* sum, double* sumsq) = 0;
+  virtual void do_batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                                   const float* gamma, const float* beta, const MatrixView* xhat,
+                                   const MatrixView& Y) = 0;
+  virtual void do_batch_norm_relu_dropout(const MatrixView& X, const float* mean,
+                                          const float* inv_std, const float* gamma,
+                                          const float* beta, const MatrixView* xhat,
+                                          const MatrixView& Y, float p, PhiloxKey key,
+                                          const NodeId* row_ids, KeepBits* /*bits*/) {
     batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y);
     relu(Y);
     if (p > 0.f) dropout(Y, p, key, row_ids);
   }
-  // Its backward up to batch norm's sums: dropout(dY, p, key, row_ids), bn_relu_backward, then
-  // batch_norm_grad_sums, bit for bit those ops in that order; overridable as one pass.
-  virtual void batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
-                                                const float* beta, float p, PhiloxKey key,
-                                                const NodeId* row_ids, const MatrixView& dY,
-                                                double* sum_dy, double* sum_dy_xhat,
-                                                KeepBits* /*bits*/ = nullptr) {
+  virtual void do_batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                                   const float* beta, float p, PhiloxKey key,
+                                                   const NodeId* row_ids, const MatrixView& dY,
+                                                   double* sum_dy, double* sum_dy_xhat,
+                                                   KeepBits* /*bits*/) {
     if (p > 0.f) dropout(dY, p, key, row_ids);
     bn_relu_backward(xhat, gamma, beta, dY);
     batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat);
   }
-  // Partial sums over rows of dY and dY * xhat, in double.
-  virtual void batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
-                                    double* sum_dy_xhat) = 0;
-  // dX = gamma * inv_std * (dY - mean_dy - xhat * mean_dy_xhat); dX may alias dY.
-  virtual void batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
-                                   const float* inv_std, const float* mean_dy,
-                                   const float* mean_dy_xhat, const MatrixView& dX) = 0;
-  // Softmax cross-entropy over the listed rows with int labels (rows labelled -1 skipped):
-  // returns the summed loss; dlogits (all rows) = (softmax - onehot) / denom on listed rows,
-  // 0 elsewhere. Also returns through *counted the number of rows that had a label.
-  virtual double softmax_xent(const MatrixView& logits, const std::int32_t* labels,
-                              const NodeId* rows, std::int64_t nrows, double denom,
-                              const MatrixView& dlogits, std::int64_t* counted) = 0;
-  // Binary cross-entropy with logits over listed rows, labels rows x tasks (0/1, -1 missing):
-  // returns the summed loss over labelled entries; dlogits = (sigmoid - y) / denom there.
-  virtual double bce_logits(const MatrixView& logits, const std::int32_t* labels,
-                            const NodeId* rows, std::int64_t nrows, double denom,
-                            const MatrixView& dlogits, std::int64_t* counted) = 0;
-  // One Adam step on n parameters (p, m, v updated in place).
-  virtual void adam(float* p, const float* g, float* m, float* v, std::int64_t n,
-                    const AdamStep& s) = 0;
-  // dst[i, :] = src[idx[i], :] for i < n.
-  virtual void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                           const MatrixView& dst) = 0;
-  // dst[idx[i], :] += src[i, :] for i < n, in order (idx may repeat).
-  virtual void scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                                const MatrixView& dst) = 0;
-  // dst += src (same shape).
-  virtual void add(const MatrixView& src, const MatrixView& dst) = 0;
-  // dst = src (same shape); fill X with v.
-  virtual void copy(const MatrixView& src, const MatrixView& dst) = 0;
-  virtual void fill(const MatrixView& X, float v) = 0;
-  // dst[i] = to_bf16(src[i]) for i < n (bf16.h: nearest even, NaN kept), both in this backend's
-  // memory: halo rows are narrowed where they live, so a GPU stages half the bytes.
-  virtual void pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
-  // dst[i] = from_bf16(src[i]) for i < n (exact), both in this backend's memory.
-  virtual void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
+  virtual void do_batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                                       double* sum_dy_xhat) = 0;
+  virtual void do_batch_norm_backward(const MatrixView& dY, const MatrixView& xhat,
+                                      const float* gamma, const float* inv_std,
+                                      const float* mean_dy, const float* mean_dy_xhat,
+                                      const MatrixView& dX) = 0;
+  virtual double do_softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t nrows, double denom,
+                                 const MatrixView& dlogits, std::int64_t* counted) = 0;
+  virtual double do_bce_logits(const MatrixView& logits, const std::int32_t* labels,
+                               const NodeId* rows, std::int64_t nrows, double denom,
+                               const MatrixView& dlogits, std::int64_t* counted) = 0;
+  virtual void do_adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                       const AdamStep& s) = 0;
+  virtual void do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                              const MatrixView& dst) = 0;
+  virtual void do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                   const MatrixView& dst) = 0;
+  virtual void do_add(const MatrixView& src, const MatrixView& dst) = 0;
+  virtual void do_copy(const MatrixView& src, const MatrixView& dst) = 0;
+  virtual void do_fill(const MatrixView& X, float v) = 0;
+  virtual void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
+  virtual void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
 };
 
 // The CPU backend (process-wide; thread count from OpenMP).

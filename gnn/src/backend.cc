@@ -1,0 +1,304 @@
+// Backend's public ops: each checks what its comment in backend.h promises about shapes, aliasing
+// and memory space, times itself when the thread has an OpProfile, and calls its do_ virtual.
+// Checks are O(1) and build their message only when they fail.
+#include "halo/gnn/backend.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "halo/gnn/op_profile.h"
+
+namespace halo {
+namespace {
+
+// An operand as an error message shows it: "X 5x6".
+struct Operand {
+  const char* name;
+  std::int64_t rows, cols;
+};
+
+Operand operand(const char* name, const MatrixView& m) { return {name, m.rows, m.cols}; }
+Operand operand(const char* name, const SparseView& m) { return {name, m.rows, m.cols}; }
+
+// A broken contract is the caller's bug, not the user's: std::logic_error, which main() reports
+// as an internal error (exit 70), naming the op, the rule and every operand's shape.
+[[noreturn]] void shape_error(const char* op, const char* rule,
+                              std::initializer_list<Operand> operands) {
+  std::string msg = std::string("Backend::") + op + ": needs " + rule + "; got";
+  const char* sep = " ";
+  for (const Operand& o : operands) {
+    msg += sep + std::string(o.name) + " " + std::to_string(o.rows) + "x" + std::to_string(o.cols);
+    sep = ", ";
+  }
+  throw std::logic_error(msg);
+}
+
+// Non-empty views must be in the backend's memory; an empty one touches none, so its tag (a
+// default-constructed view says host) does not matter.
+void check_device(const Backend& be, const char* op, const char* name, const MatrixView& m) {
+  if (m.size() == 0 || m.device == be.device()) return;
+  throw std::logic_error(std::string("Backend::") + op + ": " + name + " is in " +
+                         (m.device == Device::kCpu ? "host" : "device") + " memory but the " +
+                         be.name() + " backend computes in " +
+                         (be.device() == Device::kCpu ? "host" : "device") + " memory");
+}
+
+// Whether two views share any element (empty views share none).
+bool overlap(const MatrixView& a, const MatrixView& b) {
+  if (a.size() == 0 || b.size() == 0) return false;
+  const std::less<const float*> less;
+  return less(a.data, b.data + b.size()) && less(b.data, a.data + a.size());
+}
+
+bool same_shape(const MatrixView& a, const MatrixView& b) {
+  return a.rows == b.rows && a.cols == b.cols;
+}
+
+// Two views of one shape, both in the backend's memory.
+void check_same(const Backend& be, const char* op, const char* na, const MatrixView& a,
+                const char* nb, const MatrixView& b) {
+  if (!same_shape(a, b)) shape_error(op, "equal shapes", {operand(na, a), operand(nb, b)});
+  check_device(be, op, na, a);
+  check_device(be, op, nb, b);
+}
+
+void check_count(const char* op, const char* name, std::int64_t n) {
+  if (n < 0)
+    throw std::logic_error(std::string("Backend::") + op + ": " + name + " = " + std::to_string(n) +
+                           " is negative");
+}
+
+void check_spmm(const Backend& be, const char* op, const SparseView& A, const MatrixView& X,
+                const MatrixView& Y) {
+  if (A.cols != X.rows || A.rows != Y.rows || X.cols != Y.cols)
+    shape_error(op, "A.cols == X.rows, A.rows == Y.rows, X.cols == Y.cols",
+                {operand("A", A), operand("X", X), operand("Y", Y)});
+  if (overlap(X, Y)) shape_error(op, "Y not to alias X", {operand("X", X), operand("Y", Y)});
+  check_device(be, op, "X", X);
+  check_device(be, op, "Y", Y);
+}
+
+// The loss ops: logits and dlogits of one shape, a row count >= 0.
+void check_loss(const Backend& be, const char* op, const MatrixView& logits, std::int64_t nrows,
+                const MatrixView& dlogits) {
+  check_same(be, op, "logits", logits, "dlogits", dlogits);
+  check_count(op, "nrows", nrows);
+}
+
+// Runs fn, timing it into the thread's profile when there is one. The profile is lifted while fn
+// runs, so the ops fn runs itself (a composed default, gemm filling C) are part of this op's
+// one wall-clock interval, not counted again.
+class OpTimer {
+ public:
+  OpTimer(OpProfile& profile, const char* op)
+      : profile_(profile), entry_(profile.entry(op)), t0_(std::chrono::steady_clock::now()) {
+    detail::t_profile = nullptr;
+  }
+  ~OpTimer() {
+    entry_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    ++entry_.calls;
+    detail::t_profile = &profile_;
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  OpProfile& profile_;
+  OpProfile::Entry& entry_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+template <class Fn>
+decltype(auto) timed(const char* op, Fn&& fn) {
+  OpProfile* profile = detail::t_profile;
+  if (profile == nullptr) return fn();
+  const OpTimer timer(*profile, op);
+  return fn();
+}
+
+}  // namespace
+
+void Backend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+  check_spmm(*this, "spmm", A, X, Y);
+  timed("spmm", [&] { do_spmm(A, X, Y); });
+}
+
+void Backend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
+  check_spmm(*this, "spmm_consume", A, X, Y);
+  timed("spmm", [&] { do_spmm_consume(A, X, Y); });
+}
+
+void Backend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
+                   float beta, const MatrixView& C) {
+  const std::int64_t m = ta ? A.cols : A.rows, k = ta ? A.rows : A.cols;
+  const std::int64_t kb = tb ? B.cols : B.rows, n = tb ? B.rows : B.cols;
+  if (k != kb || C.rows != m || C.cols != n)
+    shape_error(ta ? (tb ? "gemm(A^T, B^T)" : "gemm(A^T, B)") : (tb ? "gemm(A, B^T)" : "gemm"),
+                "op(A) m x k, op(B) k x n, C m x n",
+                {operand("A", A), operand("B", B), operand("C", C)});
+  if (overlap(C, A) || overlap(C, B))
+    shape_error("gemm", "C not to alias A or B",
+                {operand("A", A), operand("B", B), operand("C", C)});
+  check_device(*this, "gemm", "A", A);
+  check_device(*this, "gemm", "B", B);
+  check_device(*this, "gemm", "C", C);
+  timed("gemm", [&] { do_gemm(ta, tb, alpha, A, B, beta, C); });
+}
+
+void Backend::add_bias(const MatrixView& Y, const float* b) {
+  check_device(*this, "add_bias", "Y", Y);
+  timed("add_bias", [&] { do_add_bias(Y, b); });
+}
+
+void Backend::column_sums(const MatrixView& X, float* out) {
+  check_device(*this, "column_sums", "X", X);
+  timed("column_sums", [&] { do_column_sums(X, out); });
+}
+
+void Backend::relu(const MatrixView& Y) {
+  check_device(*this, "relu", "Y", Y);
+  timed("relu", [&] { do_relu(Y); });
+}
+
+void Backend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
+  check_same(*this, "relu_backward", "Y", Y, "dY", dY);
+  timed("relu_backward", [&] { do_relu_backward(Y, dY); });
+}
+
+void Backend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
+                               const MatrixView& dY) {
+  check_same(*this, "bn_relu_backward", "xhat", xhat, "dY", dY);
+  timed("bn_relu_backward", [&] { do_bn_relu_backward(xhat, gamma, beta, dY); });
+}
+
+void Backend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
+  check_device(*this, "dropout", "Y", Y);
+  timed("dropout", [&] { do_dropout(Y, p, key, row_ids); });
+}
+
+void Backend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
+  check_device(*this, "column_moments", "X", X);
+  timed("batch_norm", [&] { do_column_moments(X, sum, sumsq); });
+}
+
+void Backend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
+                               const float* gamma, const float* beta, const MatrixView* xhat,
+                               const MatrixView& Y) {
+  check_same(*this, "batch_norm_apply", "X", X, "Y", Y);
+  if (xhat) check_same(*this, "batch_norm_apply", "X", X, "xhat", *xhat);
+  timed("batch_norm", [&] { do_batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y); });
+}
+
+void Backend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
+                                      const float* gamma, const float* beta, const MatrixView* xhat,
+                                      const MatrixView& Y, float p, PhiloxKey key,
+                                      const NodeId* row_ids, KeepBits* bits) {
+  check_same(*this, "batch_norm_relu_dropout", "X", X, "Y", Y);
+  if (xhat) check_same(*this, "batch_norm_relu_dropout", "X", X, "xhat", *xhat);
+  timed("bn_relu_dropout", [&] {
+    do_batch_norm_relu_dropout(X, mean, inv_std, gamma, beta, xhat, Y, p, key, row_ids, bits);
+  });
+}
+
+void Backend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const float* gamma,
+                                               const float* beta, float p, PhiloxKey key,
+                                               const NodeId* row_ids, const MatrixView& dY,
+                                               double* sum_dy, double* sum_dy_xhat,
+                                               KeepBits* bits) {
+  check_same(*this, "batch_norm_relu_dropout_backward", "xhat", xhat, "dY", dY);
+  timed("bn_relu_dropout_backward", [&] {
+    do_batch_norm_relu_dropout_backward(xhat, gamma, beta, p, key, row_ids, dY, sum_dy, sum_dy_xhat,
+                                        bits);
+  });
+}
+
+void Backend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
+                                   double* sum_dy_xhat) {
+  check_same(*this, "batch_norm_grad_sums", "dY", dY, "xhat", xhat);
+  timed("batch_norm_backward", [&] { do_batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat); });
+}
+
+void Backend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
+                                  const float* inv_std, const float* mean_dy,
+                                  const float* mean_dy_xhat, const MatrixView& dX) {
+  check_same(*this, "batch_norm_backward", "dY", dY, "xhat", xhat);
+  check_same(*this, "batch_norm_backward", "dY", dY, "dX", dX);
+  timed("batch_norm_backward",
+        [&] { do_batch_norm_backward(dY, xhat, gamma, inv_std, mean_dy, mean_dy_xhat, dX); });
+}
+
+double Backend::softmax_xent(const MatrixView& logits, const std::int32_t* labels,
+                             const NodeId* rows, std::int64_t nrows, double denom,
+                             const MatrixView& dlogits, std::int64_t* counted) {
+  check_loss(*this, "softmax_xent", logits, nrows, dlogits);
+  return timed("loss", [&] {
+    return do_softmax_xent(logits, labels, rows, nrows, denom, dlogits, counted);
+  });
+}
+
+double Backend::bce_logits(const MatrixView& logits, const std::int32_t* labels, const NodeId* rows,
+                           std::int64_t nrows, double denom, const MatrixView& dlogits,
+                           std::int64_t* counted) {
+  check_loss(*this, "bce_logits", logits, nrows, dlogits);
+  return timed("loss",
+               [&] { return do_bce_logits(logits, labels, rows, nrows, denom, dlogits, counted); });
+}
+
+void Backend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
+                   const AdamStep& s) {
+  check_count("adam", "n", n);
+  timed("adam", [&] { do_adam(p, g, m, v, n, s); });
+}
+
+void Backend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                          const MatrixView& dst) {
+  check_count("gather_rows", "n", n);
+  if (src.cols != dst.cols || n > dst.rows)
+    shape_error("gather_rows", "n <= dst.rows, src.cols == dst.cols",
+                {operand("src", src), {"n", n, 1}, operand("dst", dst)});
+  check_device(*this, "gather_rows", "src", src);
+  check_device(*this, "gather_rows", "dst", dst);
+  timed("gather_rows", [&] { do_gather_rows(src, idx, n, dst); });
+}
+
+void Backend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                               const MatrixView& dst) {
+  check_count("scatter_add_rows", "n", n);
+  if (src.cols != dst.cols || n > src.rows)
+    shape_error("scatter_add_rows", "n <= src.rows, src.cols == dst.cols",
+                {operand("src", src), {"n", n, 1}, operand("dst", dst)});
+  check_device(*this, "scatter_add_rows", "src", src);
+  check_device(*this, "scatter_add_rows", "dst", dst);
+  timed("scatter_add_rows", [&] { do_scatter_add_rows(src, idx, n, dst); });
+}
+
+void Backend::add(const MatrixView& src, const MatrixView& dst) {
+  check_same(*this, "add", "src", src, "dst", dst);
+  timed("add", [&] { do_add(src, dst); });
+}
+
+void Backend::copy(const MatrixView& src, const MatrixView& dst) {
+  check_same(*this, "copy", "src", src, "dst", dst);
+  timed("copy", [&] { do_copy(src, dst); });
+}
+
+void Backend::fill(const MatrixView& X, float v) {
+  check_device(*this, "fill", "X", X);
+  timed("fill", [&] { do_fill(X, v); });
+}
+
+void Backend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
+  check_count("pack_bf16", "n", n);
+  timed("pack_bf16", [&] { do_pack_bf16(src, n, dst); });
+}
+
+void Backend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
+  check_count("unpack_bf16", "n", n);
+  timed("unpack_bf16", [&] { do_unpack_bf16(src, n, dst); });
+}
+
+}  // namespace halo
