@@ -104,7 +104,8 @@ std::vector<real_t> target_weights(const PartitionOptions& o, int ncon) {
 
 }  // namespace
 
-std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& o) {
+std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& o,
+                                    MetisPtype* scheme) {
   const CsrView g = d.graph.view();
   const std::int64_t n = g.num_nodes;
   check_metis_input(d, g, o);
@@ -124,26 +125,31 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
   if (o.ufactor >= 0) options[METIS_OPTION_UFACTOR] = o.ufactor;
   if (o.contiguous) options[METIS_OPTION_CONTIG] = 1;
 
-  idx_t nvtxs = idx_t(n), nc = idx_t(ncon), nparts = idx_t(o.k), objval = 0;
-  std::vector<idx_t> part(std::size_t(n), 0);
+  const std::vector<MetisPtype> schemes = o.metis_ptypes();
+  if (scheme) *scheme = schemes.front();
   if (o.k == 1) return std::vector<PartId>(std::size_t(n), 0);  // METIS rejects nparts = 1
   // METIS reads but never writes adjncy; the mapped dataset is read-only, so a write would fault.
   idx_t* adjncy = const_cast<idx_t*>(g.indices);
-  const MetisPtype ptype = o.metis_ptype();
-  const int rc =
-      ptype == MetisPtype::kRb
-          ? METIS_PartGraphRecursive(
-                &nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(), nullptr,
-                adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
-                tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval, part.data())
-          : METIS_PartGraphKway(
-                &nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(), nullptr,
-                adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
-                tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval, part.data());
-  if (rc == METIS_ERROR_INPUT) throw ParamError("METIS rejected the input (METIS_ERROR_INPUT)");
-  if (rc == METIS_ERROR_MEMORY) throw SystemError("METIS ran out of memory (METIS_ERROR_MEMORY)");
-  if (rc != METIS_OK) throw SystemError("METIS failed (" + std::to_string(rc) + ")");
-  return std::vector<PartId>(part.begin(), part.end());
+  std::vector<idx_t> part(std::size_t(n), 0), best;
+  idx_t best_cut = 0;
+  for (const MetisPtype ptype : schemes) {
+    idx_t nvtxs = idx_t(n), nc = idx_t(ncon), nparts = idx_t(o.k), objval = 0;
+    auto* const call = ptype == MetisPtype::kRb ? METIS_PartGraphRecursive : METIS_PartGraphKway;
+    const int rc =
+        call(&nvtxs, &nc, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(), nullptr,
+             adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
+             tpwgts.empty() ? nullptr : tpwgts.data(), nullptr, options, &objval, part.data());
+    if (rc == METIS_ERROR_INPUT) throw ParamError("METIS rejected the input (METIS_ERROR_INPUT)");
+    if (rc == METIS_ERROR_MEMORY) throw SystemError("METIS ran out of memory (METIS_ERROR_MEMORY)");
+    if (rc != METIS_OK) throw SystemError("METIS failed (" + std::to_string(rc) + ")");
+    if (best.empty() || objval < best_cut) {  // strictly lower: the first scheme wins ties
+      best.swap(part);
+      part.resize(std::size_t(n));
+      best_cut = objval;
+      if (scheme) *scheme = ptype;
+    }
+  }
+  return std::vector<PartId>(best.begin(), best.end());
 }
 
 }  // namespace halo

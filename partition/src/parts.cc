@@ -133,14 +133,17 @@ json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality&
   json meta = quality_json(quality);
   meta["method"] = to_string(o.method);
   const bool metis = o.method == PartitionMethod::kMetis;
-  meta["options"] = {{"objective", to_string(o.objective)},
-                     {"balance", o.balance},
-                     {"ptype", metis ? to_string(o.metis_ptype()) : ""},
-                     {"part_weights", o.part_weights},
-                     {"ufactor", o.ufactor},
-                     {"contiguous", o.contiguous},
-                     {"passes", o.passes},
-                     {"split", main_split ? main_split->name : ""}};
+  meta["options"] = {
+      {"objective", to_string(o.objective)},
+      {"balance", o.balance},
+      {"ptype", metis ? to_string(o.ptype) : ""},
+      {"part_weights", o.part_weights},
+      {"ufactor", o.ufactor},
+      {"contiguous", o.contiguous},
+      {"passes", o.passes},
+      {"split", main_split ? main_split->name : ""},
+      {"assignment_in",
+       o.assignment_in.empty() ? std::string() : fs::absolute(o.assignment_in).string()}};
   meta["seed"] = o.seed;
   meta["dataset"] = {{"name", d.name},
                      {"nodes", d.graph.num_nodes},
@@ -193,12 +196,20 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   Stopwatch total;
   // Fail before the (possibly long) partitioning: an existing output without --force, one that
   // is not a parts folder, or one that would replace or write into the dataset.
-  resolve_dir_output(out, kPartsFormat, overwrite, {dataset});
-  if (!assignment_out.empty()) resolve_file_output(assignment_out, {dataset, out});
+  std::vector<fs::path> inputs = {dataset};
+  if (!o.assignment_in.empty()) {
+    if (!fs::is_regular_file(o.assignment_in))
+      throw ParamError("--assignment-in " + o.assignment_in.string() + ": no such file");
+    inputs.push_back(o.assignment_in);
+  }
+  resolve_dir_output(out, kPartsFormat, overwrite, inputs);
+  inputs.push_back(out);
+  if (!assignment_out.empty()) resolve_file_output(assignment_out, inputs);
   const GraphDataset d = read_graph_dataset(dataset);  // validated: every id below is in range
   const double load_s = total.seconds();
   Stopwatch clock;
-  const std::vector<PartId> owner = partition_nodes(d, o);
+  PartitionOptions used = o;  // with the METIS scheme that made the assignment, for meta.json
+  const std::vector<PartId> owner = partition_nodes(d, o, &used.ptype);
   const double partition_s = clock.seconds();
   const Quality q = measure_partition(d.graph.view(), d.directed, owner, o.k,
                                       choose_split(d, o.split), o.targets());
@@ -207,7 +218,7 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
                 {"seconds", {{"load", load_s}, {"partition", partition_s}}},
                 {"peak_rss_bytes", peak_rss_bytes()}};
   if (!assignment_out.empty()) write_assignment(assignment_out, owner);
-  json meta = write_parts(d, owner, o, q, out, overwrite, extra);
+  json meta = write_parts(d, owner, used, q, out, overwrite, extra);
   meta["seconds"]["total"] = total.seconds();
   meta["peak_rss_bytes"] = peak_rss_bytes();
   return meta;

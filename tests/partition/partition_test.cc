@@ -12,6 +12,7 @@
 #include "halo/graph/algorithms.h"
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
+#include "halo/graph/npz.h"
 #include "halo/partition/parts.h"
 #include "halo/partition/reorder.h"
 
@@ -19,6 +20,7 @@ namespace halo {
 namespace {
 using test::TempDir;
 namespace fs = std::filesystem;
+using json = nlohmann::json;
 
 // Converted once per test binary: Cora, 4elt and a generated SBM graph.
 class Graphs : public ::testing::Environment {
@@ -208,34 +210,88 @@ std::int64_t cut_of(const CsrView& g, const std::vector<PartId>& owner) {
   return naive_quality(g, owner).first;
 }
 
-// Same library, same input file, same options: gpmetis and halo must agree exactly.
+// gpmetis -seed=0 on name's graph (written under t) into k parts, with extra flags; its
+// assignment.
+std::vector<PartId> gpmetis(const TempDir& t, const std::string& name, const GraphDataset& d, int k,
+                            const std::string& flags) {
+  const fs::path graph = t / (name + ".graph");
+  if (!fs::exists(graph)) write_metis(graph, d.graph.view(), nullptr, 0);
+  const std::string cmd =
+      "gpmetis -seed=0 " + flags + " " + graph.string() + " " + std::to_string(k) + " > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream f(t / (name + ".graph.part." + std::to_string(k)));
+  std::vector<PartId> theirs;
+  for (PartId p; f >> p;) theirs.push_back(p);
+  EXPECT_EQ(std::int64_t(theirs.size()), d.num_nodes()) << cmd;
+  return theirs;
+}
+
+// Same library, same input file, same options: gpmetis and halo must agree exactly, with either
+// scheme.
 TEST(Partition, AgreesWithGpmetis) {
   if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "gpmetis not installed";
   TempDir t;
   for (const std::string name : {"cora", "4elt"}) {
     const GraphDataset d = read_graph_dataset(dataset(name));
-    write_metis(t / (name + ".graph"), d.graph.view(), nullptr, 0);
+    for (int k : {2, 4, 8})
+      for (const MetisPtype ptype : {MetisPtype::kKway, MetisPtype::kRb}) {
+        PartitionOptions o;
+        o.k = k;
+        o.ptype = ptype;
+        const std::vector<PartId> theirs =
+            gpmetis(t, name, d, k, "-ptype=" + std::string(to_string(ptype)));
+        const std::vector<PartId> ours = partition_nodes(d, o);
+        const std::int64_t a = cut_of(d.graph.view(), ours), b = cut_of(d.graph.view(), theirs);
+        // Identical calls into the same METIS give the identical assignment; 2% is the bound the
+        // issue allows should a METIS build ever differ (e.g. another idx_t width).
+        EXPECT_EQ(ours, theirs) << name << " k=" << k << " " << to_string(ptype);
+        EXPECT_LE(std::abs(double(a - b)), 0.02 * double(b))
+            << name << " k=" << k << " " << to_string(ptype) << ": " << a << " vs " << b;
+      }
+  }
+}
+
+// The default options are gpmetis's defaults (k-way): the same assignment, so never a larger
+// cut. --ptype best is exactly the lower-cut one of the two schemes (k-way on a tie).
+TEST(Partition, DefaultIsGpmetisDefaultAndBestIsTheLowerCutOfBothSchemes) {
+  if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "gpmetis not installed";
+  TempDir t;
+  int rb_chosen = 0;
+  for (const std::string name : {"cora", "4elt", "sbm"}) {
+    const GraphDataset d = read_graph_dataset(dataset(name));
     for (int k : {2, 4, 8}) {
       PartitionOptions o;
       o.k = k;
-      const std::string cmd = "gpmetis -seed=0 -ptype=" + std::string(to_string(o.metis_ptype())) +
-                              " " + (t / (name + ".graph")).string() + " " + std::to_string(k) +
-                              " > /dev/null";
-      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-      std::ifstream f(t / (name + ".graph.part." + std::to_string(k)));
-      std::vector<PartId> theirs;
-      for (PartId p; f >> p;) theirs.push_back(p);
-      ASSERT_EQ(std::int64_t(theirs.size()), d.num_nodes());
-      const std::vector<PartId> ours = partition_nodes(d, o);
-      const std::int64_t a = cut_of(d.graph.view(), ours), b = cut_of(d.graph.view(), theirs);
-      // Identical calls into the same METIS give the identical assignment; 2% is the bound the
-      // issue allows should a METIS build ever differ (e.g. another idx_t width).
-      EXPECT_EQ(ours, theirs) << name << " k=" << k;
-      EXPECT_LE(std::abs(double(a - b)), 0.02 * double(b))
-          << name << " k=" << k << ": " << a << " vs " << b;
+      MetisPtype scheme = MetisPtype::kAuto;
+      const std::vector<PartId> ours = partition_nodes(d, o, &scheme);
+      EXPECT_EQ(scheme, MetisPtype::kKway) << name << " k=" << k;
+      EXPECT_EQ(ours, gpmetis(t, name, d, k, "")) << name << " k=" << k;
+      std::int64_t by[2] = {};
+      std::vector<PartId> of[2];
+      for (const MetisPtype p : {MetisPtype::kKway, MetisPtype::kRb}) {
+        o.ptype = p;
+        of[p == MetisPtype::kRb] = partition_nodes(d, o);
+        by[p == MetisPtype::kRb] = cut_of(d.graph.view(), of[p == MetisPtype::kRb]);
+      }
+      o.ptype = MetisPtype::kBest;
+      const std::vector<PartId> best = partition_nodes(d, o, &scheme);
+      const bool rb = by[1] < by[0];
+      EXPECT_EQ(scheme, rb ? MetisPtype::kRb : MetisPtype::kKway) << name << " k=" << k;
+      EXPECT_EQ(best, of[rb]) << name << " k=" << k;
+      EXPECT_EQ(cut_of(d.graph.view(), best), std::min(by[0], by[1])) << name << " k=" << k;
+      rb_chosen += rb;
     }
   }
+  // Each scheme wins somewhere on these graphs, or trying both would be pointless.
+  EXPECT_GT(rb_chosen, 0);
+  EXPECT_LT(rb_chosen, 9);
+  // best is refused with the volume objective, as rb is: METIS minimises volume only k-way.
+  PartitionOptions vol;
+  vol.objective = MetisObjective::kVol;
+  vol.ptype = MetisPtype::kBest;
+  EXPECT_THROW(vol.check(100), ParamError);
 }
 
 TEST(Partition, MetisVolumeIsAThirdOfRandomOrLess) {
@@ -449,6 +505,109 @@ TEST(PartitionErrors, CorruptDatasetIsReported) {
   test::expect_input_error([&] { partition_dataset(t / "g", t / "out", o, false); },
                            {"indices.bin", "checksum mismatch"});
   EXPECT_FALSE(fs::exists(t / "out"));
+}
+
+// --assignment-in: an assignment computed elsewhere (here METIS's own, as gpmetis's .part.K text
+// and as int64 and int32 .npy files) writes the same parts as partitioning does; bad files are
+// refused in one line naming the file and the line or element, before anything is written.
+TEST(PartitionErrors, AnAssignmentFromAFileWritesTheSamePartsAndBadOnesAreRefused) {
+  TempDir t;
+  const GraphDataset d = read_graph_dataset(dataset("cora"));
+  const std::int64_t n = d.num_nodes();
+  PartitionOptions o;
+  o.k = 4;
+  const std::vector<PartId> metis = partition_nodes(d, o);
+  const json made = partition_dataset(dataset("cora"), t / "made", o, false, t / "a.part.4");
+  std::vector<std::int64_t> wide(metis.begin(), metis.end());
+  write_npy(t / "a64.npy", wide.data(), std::uint64_t(n), 0);
+  // An int32 .npy by hand (write_npy writes int64 and float32 only): version 1, (n, 1), C order.
+  auto npy32 = [&](const fs::path& f, const std::vector<std::int32_t>& v,
+                   const std::string& shape) {
+    std::string h = "{'descr': '<i4', 'fortran_order': False, 'shape': " + shape + ", }";
+    h.resize(((h.size() + 11 + 63) / 64) * 64 - 11, ' ');
+    h += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += char(h.size() & 0xff);
+    bytes += char(h.size() >> 8);
+    bytes += h;
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+    test::write_text(f, bytes);
+  };
+  const std::vector<std::int32_t> narrow(metis.begin(), metis.end());
+  npy32(t / "a32.npy", narrow, "(" + std::to_string(n) + ", 1)");
+  PartitionOptions in;
+  in.k = 4;
+  in.method = PartitionMethod::kAssignment;
+  for (const char* f : {"a.part.4", "a64.npy", "a32.npy"}) {
+    in.assignment_in = t / f;
+    EXPECT_EQ(partition_nodes(d, in), metis) << f;
+  }
+  in.assignment_in = t / "a.part.4";
+  const json read = partition_dataset(dataset("cora"), t / "read", in, false);
+  EXPECT_EQ(test::read_bytes(t / "read/owner.bin"), test::read_bytes(t / "made/owner.bin"));
+  for (int r = 0; r < 4; ++r) {
+    const std::string part = "part-" + std::to_string(r);
+    for (const char* a : {"global_ids.bin", "send.bin", "recv.bin", "features.bin"})
+      EXPECT_EQ(test::read_bytes(t / "read" / part / a), test::read_bytes(t / "made" / part / a))
+          << part << "/" << a;
+  }
+  EXPECT_EQ(read["edge_cut"], made["edge_cut"]);
+  EXPECT_EQ(read["method"], "assignment");
+  EXPECT_EQ(read["options"]["assignment_in"], fs::absolute(t / "a.part.4").string());
+
+  // Bad files: each an InputError naming the file and the record.
+  auto text = [&](const std::string& name, std::vector<std::string> lines) {
+    std::string s;
+    for (const auto& l : lines) s += l + "\n";
+    test::write_text(t / name, s);
+    return t / name;
+  };
+  std::vector<std::string> ids;
+  for (PartId p : metis) ids.push_back(std::to_string(p));
+  auto refused = [&](const fs::path& f, std::initializer_list<std::string> parts) {
+    in.assignment_in = f;
+    test::expect_input_error([&] { partition_nodes(d, in); }, parts);
+    EXPECT_THROW(partition_dataset(dataset("cora"), t / "out", in, false), InputError) << f;
+    EXPECT_FALSE(fs::exists(t / "out")) << f;
+  };
+  std::vector<std::string> v = ids;
+  v.pop_back();
+  refused(text("short", v), {(t / "short").string() + ": has 2707 part ids, expected one per "
+                                                      "node of the dataset (2708)"});
+  v = ids;
+  v.push_back("0");
+  refused(text("long", v), {(t / "long").string() + ": line 2709: more part ids than"});
+  v = ids;
+  v[4] = "4";
+  refused(text("range", v), {(t / "range").string() + ": line 5: part 4 is outside [0, 4)"});
+  v[4] = "x";
+  refused(text("word", v), {(t / "word").string() + ": line 5:", "part id"});
+  v[4] = "1 2";
+  refused(text("two", v), {(t / "two").string() + ": line 5:"});
+  v = ids;
+  for (auto& x : v)
+    if (x == "3") x = "0";
+  refused(text("empty", v), {(t / "empty").string() + ": part 3 has no node"});
+  std::vector<float> floats(std::size_t(n), 0.f);
+  write_npy(t / "f.npy", floats.data(), std::uint64_t(n), 0);
+  refused(t / "f.npy", {(t / "f.npy").string() + ": dtype '<f4', expected little-endian int32"});
+  write_npy(t / "s.npy", wide.data(), std::uint64_t(n - 1), 0);
+  refused(t / "s.npy", {(t / "s.npy").string() + ": shape (2707,), expected (2708,)"});
+  std::vector<std::int32_t> bad32 = narrow;
+  bad32[7] = 9;
+  npy32(t / "e.npy", bad32, "(" + std::to_string(n) + ",)");
+  refused(t / "e.npy", {(t / "e.npy").string() + ": element 7: part 9 is outside [0, 4)"});
+  std::string cut = test::read_bytes(t / "a32.npy");
+  test::write_text(t / "cut.npy", cut.substr(0, cut.size() - 10));
+  refused(t / "cut.npy", {(t / "cut.npy").string() + ": truncated"});
+  test::write_text(t / "junk.npy", "0\n1\n");
+  refused(t / "junk.npy", {(t / "junk.npy").string() + ": not a NumPy .npy file"});
+  // The method and the file go together; a missing file is refused before any work.
+  PartitionOptions lone;
+  lone.assignment_in = t / "a.part.4";
+  EXPECT_THROW(lone.check(n), ParamError);
+  in.assignment_in = t / "missing";
+  EXPECT_THROW(partition_dataset(dataset("cora"), t / "out", in, false), ParamError);
 }
 
 TEST(PartitionErrors, CorruptPartIsReported) {

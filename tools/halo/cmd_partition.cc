@@ -12,7 +12,7 @@ namespace halo::cli {
 
 Action add_partition(CLI::App& app) {
   struct Args {
-    std::string dataset, output, weights, assignment;
+    std::string dataset, output, weights, assignment, assignment_in;
     std::string method = "metis", objective = "cut", ptype = "auto";  // parsed into opt
     PartitionOptions opt;
     bool force = false, json = false;
@@ -22,12 +22,15 @@ Action add_partition(CLI::App& app) {
   cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
   cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
-  cmd->add_option("--method", a->method, "metis|fennel|random|contiguous")->capture_default_str();
+  auto* method = cmd->add_option("--method", a->method, "metis|fennel|random|contiguous")
+                     ->capture_default_str();
   cmd->add_option("--objective", a->objective, "METIS objective: cut|vol")->capture_default_str();
   cmd->add_option("--balance", a->opt.balance,
                   "Balance constraints, comma separated: nodes, edges, train, weights")
       ->capture_default_str();
-  cmd->add_option("--ptype", a->ptype, "METIS scheme: auto (rb for K=2, else kway)|kway|rb")
+  cmd->add_option(
+         "--ptype", a->ptype,
+         "METIS scheme: auto (= kway, gpmetis's default)|kway|rb|best (both, the lower cut)")
       ->capture_default_str();
   cmd->add_option("--part-weights", a->weights, "Target share of each part, e.g. 2,1,1");
   cmd->add_option("--ufactor", a->opt.ufactor,
@@ -39,11 +42,17 @@ Action add_partition(CLI::App& app) {
                   "Split whose train nodes --balance train uses (default: first)");
   cmd->add_option("--assignment-out", a->assignment,
                   "Write one part id per line (gpmetis .part.K format)");
+  cmd->add_option("--assignment-in", a->assignment_in,
+                  "Write the parts of this assignment instead of partitioning (gpmetis .part.K "
+                  "text, or an int32/int64 .npy)")
+      ->excludes(method);
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
   return [a] {
     require_dataset(a->dataset);
-    a->opt.method = parse_partition_method(a->method);
+    a->opt.method =
+        a->assignment_in.empty() ? parse_partition_method(a->method) : PartitionMethod::kAssignment;
+    a->opt.assignment_in = a->assignment_in;
     a->opt.objective = parse_metis_objective(a->objective);
     a->opt.ptype = parse_metis_ptype(a->ptype);
     if (!a->weights.empty()) {
@@ -63,7 +72,10 @@ Action add_partition(CLI::App& app) {
       shown.erase("arrays");
       std::printf("%s\n", shown.dump(2).c_str());
     } else {
-      std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, to_string(a->opt.method),
+      std::string by = to_string(a->opt.method);
+      if (a->opt.method == PartitionMethod::kMetis)  // the scheme that made it (auto, best)
+        by += " (" + meta["options"]["ptype"].get<std::string>() + ")";
+      std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, by.c_str(),
                   format_quality(meta).c_str());
     }
     print_footer("partition: " + std::to_string(a->opt.k) + " parts -> " + a->output,

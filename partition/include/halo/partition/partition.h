@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,17 +13,19 @@
 
 namespace halo {
 
-enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous };
+// kAssignment: read from PartitionOptions::assignment_in (computed elsewhere).
+enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous, kAssignment };
 // What METIS minimises: the edge cut or the communication volume.
 enum class MetisObjective { kCut, kVol };
-// METIS's scheme: auto (rb for K = 2, kway above), k-way, or recursive bisection.
-enum class MetisPtype { kAuto, kKway, kRb };
+// METIS's scheme: auto (k-way, gpmetis's default), k-way, recursive bisection, or best (both,
+// keeping the lower edge cut).
+enum class MetisPtype { kAuto, kKway, kRb, kBest };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as PARTS/meta.json and messages record it.
 PartitionMethod parse_partition_method(std::string_view s);  // metis | fennel | random | contiguous
 MetisObjective parse_metis_objective(std::string_view s);    // cut | vol
-MetisPtype parse_metis_ptype(std::string_view s);            // auto | kway | rb
+MetisPtype parse_metis_ptype(std::string_view s);            // auto | kway | rb | best
 const char* to_string(PartitionMethod m);
 const char* to_string(MetisObjective o);
 const char* to_string(MetisPtype p);
@@ -38,26 +41,35 @@ struct PartitionOptions {
   bool contiguous = false;           // metis: contiguous parts
   int passes = 4;                    // fennel: streaming passes (1 = plain Fennel)
   std::uint64_t seed = 0;
-  std::string split;  // split whose train nodes "train" refers to ("" = first)
+  std::string split;                    // split whose train nodes "train" refers to ("" = first)
+  std::filesystem::path assignment_in;  // kAssignment: gpmetis .part.K text or int32/int64 .npy
 
   // Throws ParamError for any value out of range (K, names, weights) for a graph of n nodes.
   void check(std::int64_t n) const;
   // The target share of each part (part_weights normalised, or 1/K each).
   std::vector<double> targets() const;
-  // The METIS partitioning scheme auto resolves to (kway or rb, never auto).
-  MetisPtype metis_ptype() const;
+  // The METIS schemes to run (kway or rb, never auto or best), k-way first: best runs both.
+  std::vector<MetisPtype> metis_ptypes() const;
 };
 
 // The split options.split names (or the first), or nullptr when the dataset has none.
 const Split* choose_split(const GraphDataset& d, const std::string& name);
 
-// Part of every node, by options.method. Throws ParamError if a part ends up empty.
-std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOptions& options);
+// Part of every node, by options.method. Throws ParamError if a part ends up empty. scheme, when
+// given, receives the METIS scheme whose assignment this is (kway or rb; metis only).
+std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOptions& options,
+                                    MetisPtype* scheme = nullptr);
 
 // The methods themselves (partition_nodes checks options and dispatches to these).
-std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& options);
+// METIS: the lowest edge cut of options.metis_ptypes() (ties to the first), its scheme in *scheme.
+std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& options,
+                                    MetisPtype* scheme = nullptr);
 std::vector<PartId> partition_fennel(const CsrView& g, const PartitionOptions& options);
 std::vector<PartId> partition_random(std::int64_t n, const PartitionOptions& options);
+// One part id per node from file (gpmetis .part.K text: one id per line; or a 1-D int32/int64
+// .npy), each in [0, k), every part non-empty; anything else is an InputError naming the file
+// and the line or element.
+std::vector<PartId> read_assignment(const std::filesystem::path& file, std::int64_t n, int k);
 std::vector<PartId> partition_contiguous(std::int64_t n, const PartitionOptions& options);
 
 }  // namespace halo
