@@ -13,7 +13,7 @@ seconds=${1:-60}
 shift || true
 build=${FUZZ_BUILD:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_metis fuzz_edgelist fuzz_temporal fuzz_ogb fuzz_npz fuzz_native)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_metis fuzz_edgelist fuzz_temporal fuzz_ogb fuzz_npz fuzz_native fuzz_assignment)
 command -v clang++ > /dev/null || { echo "fuzz: needs clang (tools/install-deps.sh --fuzz)" >&2; exit 1; }
 mkdir -p "$build"
 [ -f "$build/CMakeCache.txt" ] || CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -40,6 +40,8 @@ head -c 20000 /dev/null | seed fuzz_metis empty
 { printf '\3\0\0'; printf '2708\n'; } | seed fuzz_ogb count
 { printf '\10\50\100'; head -c 400 datasets/cora/raw/edge.csv.gz; } | seed fuzz_ogb raw-gz
 for f in tests/data/npz/*.npz; do seed fuzz_npz "$(basename "$f")" < "$f"; done
+{ printf '\0\3\10'; printf '0\n1\n2\n3\n3\n2\n1\n0\n'; } | seed fuzz_assignment part-text
+{ printf '\1\1\4'; printf '\223NUMPY\1\0\166\0'; printf "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }%*s\n" 60 ''; printf '\0\0\0\0\1\0\0\0\0\0\0\0\1\0\0\0'; } | seed fuzz_assignment npy-i4
 for i in 0 1 2 3 4 5 6 7 8 9 10 11; do printf "\\$(printf %o $((i % 8)))\\$(printf %o "$i")\1\0\377\40\0\7" | seed fuzz_native "file-$i"; done
 
 mkdir -p "$build/findings"
