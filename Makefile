@@ -29,8 +29,11 @@ build: configure
 demo: build
 	@bash tools/demo.sh $(HALO)
 
+# KaMinPar's Python package goes in $(BUILD)/py when PyPI is reachable (its tests skip otherwise).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@bash tools/install-kaminpar.sh $(BUILD)/py
+	cd $(BUILD) && if [ -x py/bin/python ]; then export HALO_PYTHON=$$PWD/py/bin/python; fi && \
+	  ctest --output-on-failure -j $(JOBS)
 
 # The single-process tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 sanitize: deps

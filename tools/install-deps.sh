@@ -19,10 +19,11 @@ packages=(
 )
 
 # `make fuzz` also needs clang and its libFuzzer runtime; `make lint` / `make format` the
-# clang tools of the same release.
+# clang tools of the same release; `make test` a venv for KaMinPar's Python package.
 case "${1:-}" in
   --fuzz) packages+=(clang libclang-rt-14-dev) ;;
   --lint) packages+=(clang-tidy-14 clang-format-14) ;;
+  --python) packages+=(python3-venv) ;;  # tools/install-kaminpar.sh
 esac
 
 missing=()

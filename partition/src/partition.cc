@@ -22,8 +22,9 @@ PartitionMethod parse_partition_method(std::string_view s) {
   if (s == "fennel") return PartitionMethod::kFennel;
   if (s == "random") return PartitionMethod::kRandom;
   if (s == "contiguous") return PartitionMethod::kContiguous;
+  if (s == "kaminpar") return PartitionMethod::kKaminpar;
   throw ParamError("unknown --method '" + std::string(s) +
-                   "' (expected metis, fennel, random or contiguous)");
+                   "' (expected metis, fennel, random, contiguous or kaminpar)");
 }
 
 MetisObjective parse_metis_objective(std::string_view s) {
@@ -50,6 +51,8 @@ const char* to_string(PartitionMethod m) {
       return "contiguous";
     case PartitionMethod::kAssignment:
       return "assignment";
+    case PartitionMethod::kKaminpar:
+      return "kaminpar";
     default:
       return "metis";
   }
@@ -79,6 +82,8 @@ void PartitionOptions::check(std::int64_t n) const {
     throw ParamError("an assignment file goes with the assignment method, and only with it");
   if (objective == MetisObjective::kVol && (ptype == MetisPtype::kRb || ptype == MetisPtype::kBest))
     throw ParamError("--objective vol needs k-way partitioning (--ptype kway)");
+  if (method == PartitionMethod::kKaminpar && balance != "nodes")
+    throw ParamError("--method kaminpar balances nodes only (--balance nodes)");
   std::size_t start = 0;
   while (start <= balance.size()) {
     const std::size_t end = std::min(balance.find(',', start), balance.size());
@@ -166,6 +171,8 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
     owner = partition_fennel(d.graph.view(), o);
   else if (o.method == PartitionMethod::kRandom)
     owner = partition_random(n, o);
+  else if (o.method == PartitionMethod::kKaminpar)
+    owner = partition_kaminpar(d, o);
   else if (o.method == PartitionMethod::kAssignment)
     return read_assignment(o.assignment_in, n, o.k);  // it names the file on an empty part
   else

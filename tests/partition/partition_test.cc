@@ -2,6 +2,7 @@
 // on the same file, and against the acceptance figures: METIS vs random volume, Fennel vs
 // random cut, part weights.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/wait.h>
 
 #include <fstream>
@@ -292,6 +293,112 @@ TEST(Partition, DefaultIsGpmetisDefaultAndBestIsTheLowerCutOfBothSchemes) {
   vol.objective = MetisObjective::kVol;
   vol.ptype = MetisPtype::kBest;
   EXPECT_THROW(vol.check(100), ParamError);
+}
+
+// Whether the Python --method kaminpar runs has KaMinPar (HALO_PYTHON, else python3).
+bool kaminpar_installed() {
+  const std::string cmd = kaminpar_python() + " -c 'import kaminpar, numpy' > /dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// --method kaminpar: every node in a part, balanced within KaMinPar's 3%, a cut within 1.25x
+// METIS's on these small graphs (the products-sized comparison is in docs/BENCHMARKS.md) and far
+// below random's, the same assignment for the same seed on one thread, and parts written like
+// any method's.
+TEST(Partition, KaminparGivesBalancedLowCutPartsWhenInstalled) {
+  if (!kaminpar_installed())
+    GTEST_SKIP() << "KaMinPar's Python package is not in " << kaminpar_python()
+                 << " (pip install kaminpar numpy; make test puts it in build/py)";
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  for (const std::string name : {"cora", "4elt", "sbm"}) {
+    const GraphDataset d = read_graph_dataset(dataset(name));
+    const std::int64_t n = d.num_nodes();
+    for (int k : {2, 8}) {
+      PartitionOptions o;
+      o.k = k;
+      const std::int64_t metis = cut_of(d.graph.view(), partition_nodes(d, o));
+      o.method = PartitionMethod::kRandom;
+      const std::int64_t random = cut_of(d.graph.view(), partition_nodes(d, o));
+      o.method = PartitionMethod::kKaminpar;
+      const std::vector<PartId> owner = partition_nodes(d, o);
+      ASSERT_EQ(std::int64_t(owner.size()), n);
+      std::vector<std::int64_t> size(std::size_t(k), 0);
+      for (PartId p : owner) ++size[std::size_t(p)];
+      for (int p = 0; p < k; ++p) {
+        EXPECT_GT(size[std::size_t(p)], 0) << name << " k=" << k << " part " << p;
+        EXPECT_LE(double(size[std::size_t(p)]), 1.03 * double(n) / k + 1) << name << " k=" << k;
+      }
+      const std::int64_t cut = cut_of(d.graph.view(), owner);
+      EXPECT_LE(double(cut), 1.25 * double(metis)) << name << " k=" << k;
+      EXPECT_LE(double(cut), 0.3 * double(random)) << name << " k=" << k;
+      EXPECT_EQ(partition_nodes(d, o), owner) << name << " k=" << k << ": not deterministic";
+    }
+  }
+  omp_set_num_threads(threads);
+  TempDir t;
+  PartitionOptions o;
+  o.k = 4;
+  o.method = PartitionMethod::kKaminpar;
+  const json meta = partition_dataset(dataset("cora"), t / "p", o, false);
+  EXPECT_EQ(meta["method"], "kaminpar");
+  EXPECT_EQ(read_part(t / "p", 3).num_owned + read_part(t / "p", 0).num_owned +
+                read_part(t / "p", 1).num_owned + read_part(t / "p", 2).num_owned,
+            2708);
+}
+
+// Without the package, or without a working interpreter, --method kaminpar says how to get it
+// in one line; a KaMinPar that fails is named with its last error line. (Stand-in interpreters:
+// scripts that hide the package from a real python3, or fail.)
+TEST(PartitionErrors, KaminparMissingOrFailingSaysSoInOneLine) {
+  TempDir t;
+  const GraphDataset d = read_graph_dataset(dataset("cora"));
+  PartitionOptions o;
+  o.k = 2;
+  o.method = PartitionMethod::kKaminpar;
+  auto with_python = [&](const std::string& script) {
+    test::write_text(t / "python", "#!/bin/sh\n" + script + "\n");
+    fs::permissions(t / "python", fs::perms::owner_all);
+    setenv("HALO_PYTHON", (t / "python").c_str(), 1);
+  };
+  auto message = [&]() -> std::string {
+    try {
+      partition_nodes(d, o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const char* saved = std::getenv("HALO_PYTHON");
+  const std::string before = saved ? saved : "";
+  with_python(
+      "exec python3 -c 'import sys; sys.modules[\"kaminpar\"] = None; sys.argv = sys.argv[1:]; "
+      "exec(open(sys.argv[0]).read())' \"$@\"");
+  std::string m = message();
+  EXPECT_NE(m.find("--method kaminpar needs KaMinPar's Python package (missing Python package: "
+                   "kaminpar in "),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("pip install kaminpar"), std::string::npos) << m;
+  EXPECT_THROW(partition_nodes(d, o), ParamError);
+  with_python("echo 'RuntimeError: boom' >&2; exit 1");
+  m = message();
+  EXPECT_NE(m.find("--method kaminpar: KaMinPar failed (exit 1): RuntimeError: boom"),
+            std::string::npos)
+      << m;
+  setenv("HALO_PYTHON", (t / "no-such-python").c_str(), 1);
+  m = message();
+  EXPECT_NE(m.find("--method kaminpar: cannot run " + (t / "no-such-python").string()),
+            std::string::npos)
+      << m;
+  for (const std::string& line : {m}) EXPECT_EQ(line.find('\n'), std::string::npos);
+  if (saved)
+    setenv("HALO_PYTHON", before.c_str(), 1);
+  else
+    unsetenv("HALO_PYTHON");
+  // Only node balance: KaMinPar's package takes no other weights.
+  o.balance = "nodes,edges";
+  EXPECT_THROW(o.check(d.num_nodes()), ParamError);
 }
 
 TEST(Partition, MetisVolumeIsAThirdOfRandomOrLess) {

@@ -13,8 +13,9 @@
 
 namespace halo {
 
-// kAssignment: read from PartitionOptions::assignment_in (computed elsewhere).
-enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous, kAssignment };
+// kAssignment: read from PartitionOptions::assignment_in (computed elsewhere); kKaminpar: the
+// KaMinPar Python package, run as a child process.
+enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous, kAssignment, kKaminpar };
 // What METIS minimises: the edge cut or the communication volume.
 enum class MetisObjective { kCut, kVol };
 // METIS's scheme: auto (k-way, gpmetis's default), k-way, recursive bisection, or best (both,
@@ -23,9 +24,10 @@ enum class MetisPtype { kAuto, kKway, kRb, kBest };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as PARTS/meta.json and messages record it.
-PartitionMethod parse_partition_method(std::string_view s);  // metis | fennel | random | contiguous
-MetisObjective parse_metis_objective(std::string_view s);    // cut | vol
-MetisPtype parse_metis_ptype(std::string_view s);            // auto | kway | rb | best
+PartitionMethod parse_partition_method(
+    std::string_view s);  // metis | fennel | random | contiguous | kaminpar
+MetisObjective parse_metis_objective(std::string_view s);  // cut | vol
+MetisPtype parse_metis_ptype(std::string_view s);          // auto | kway | rb | best
 const char* to_string(PartitionMethod m);
 const char* to_string(MetisObjective o);
 const char* to_string(MetisPtype p);
@@ -70,6 +72,12 @@ std::vector<PartId> partition_random(std::int64_t n, const PartitionOptions& opt
 // .npy), each in [0, k), every part non-empty; anything else is an InputError naming the file
 // and the line or element.
 std::vector<PartId> read_assignment(const std::filesystem::path& file, std::int64_t n, int k);
+// KaMinPar's default configuration with eps = ufactor / 1000 (0.03 by default), the seed, the
+// OpenMP thread count and the part weights; ParamError when the interpreter or the package is
+// missing (saying how to install it), SystemError when KaMinPar fails.
+std::vector<PartId> partition_kaminpar(const GraphDataset& d, const PartitionOptions& options);
+// The Python that runs KaMinPar: $HALO_PYTHON, else python3 from PATH.
+std::string kaminpar_python();
 std::vector<PartId> partition_contiguous(std::int64_t n, const PartitionOptions& options);
 
 }  // namespace halo
