@@ -663,13 +663,14 @@ TEST(PartitionErrors, AnAssignmentFromAFileWritesTheSamePartsAndBadOnesAreRefuse
   EXPECT_EQ(read["options"]["assignment_in"], fs::absolute(t / "a.part.4").string());
 
   // Bad files: each an InputError naming the file and the record.
-  auto text = [&](const std::string& name, std::vector<std::string> lines) {
+  auto text = [&](const std::string& name, const std::vector<std::string>& lines) {
     std::string s;
     for (const auto& l : lines) s += l + "\n";
     test::write_text(t / name, s);
     return t / name;
   };
   std::vector<std::string> ids;
+  ids.reserve(metis.size());
   for (PartId p : metis) ids.push_back(std::to_string(p));
   auto refused = [&](const fs::path& f, std::initializer_list<std::string> parts) {
     in.assignment_in = f;
