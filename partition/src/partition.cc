@@ -23,8 +23,9 @@ PartitionMethod parse_partition_method(std::string_view s) {
   if (s == "random") return PartitionMethod::kRandom;
   if (s == "contiguous") return PartitionMethod::kContiguous;
   if (s == "kaminpar") return PartitionMethod::kKaminpar;
+  if (s == "lp-metis") return PartitionMethod::kLpMetis;
   throw ParamError("unknown --method '" + std::string(s) +
-                   "' (expected metis, fennel, random, contiguous or kaminpar)");
+                   "' (expected metis, fennel, random, contiguous, kaminpar or lp-metis)");
 }
 
 MetisObjective parse_metis_objective(std::string_view s) {
@@ -53,6 +54,8 @@ const char* to_string(PartitionMethod m) {
       return "assignment";
     case PartitionMethod::kKaminpar:
       return "kaminpar";
+    case PartitionMethod::kLpMetis:
+      return "lp-metis";
     default:
       return "metis";
   }
@@ -82,6 +85,10 @@ void PartitionOptions::check(std::int64_t n) const {
     throw ParamError("an assignment file goes with the assignment method, and only with it");
   if (objective == MetisObjective::kVol && (ptype == MetisPtype::kRb || ptype == MetisPtype::kBest))
     throw ParamError("--objective vol needs k-way partitioning (--ptype kway)");
+  if (method == PartitionMethod::kLpMetis && (balance != "nodes" || !part_weights.empty()))
+    throw ParamError(
+        "--method lp-metis balances nodes into equal parts only (--balance nodes, "
+        "no --part-weights)");
   if (method == PartitionMethod::kKaminpar && balance != "nodes")
     throw ParamError("--method kaminpar balances nodes only (--balance nodes)");
   std::size_t start = 0;
@@ -171,7 +178,11 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
     owner = partition_fennel(d.graph.view(), o);
   else if (o.method == PartitionMethod::kRandom)
     owner = partition_random(n, o);
-  else if (o.method == PartitionMethod::kKaminpar)
+  else if (o.method == PartitionMethod::kLpMetis) {
+    if (d.directed)
+      throw ParamError("lp-metis needs an undirected graph (convert without --directed)");
+    owner = partition_lp_metis(d.graph.view(), o);
+  } else if (o.method == PartitionMethod::kKaminpar)
     owner = partition_kaminpar(d, o);
   else if (o.method == PartitionMethod::kAssignment)
     return read_assignment(o.assignment_in, n, o.k);  // it names the file on an empty part

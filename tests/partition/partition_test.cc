@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -182,17 +183,20 @@ INSTANTIATE_TEST_SUITE_P(All, Invariants,
                                            Case{"cora", "metis", 4}, Case{"cora", "fennel", 3},
                                            Case{"cora", "random", 4}, Case{"cora", "contiguous", 7},
                                            Case{"sbm", "metis", 8}, Case{"sbm", "fennel", 5},
-                                           Case{"sbm", "random", 2}, Case{"4elt", "metis", 4}),
+                                           Case{"sbm", "random", 2}, Case{"4elt", "metis", 4},
+                                           Case{"sbm", "lp-metis", 4}, Case{"4elt", "lp-metis", 3},
+                                           Case{"cora", "lp-metis", 1}),
                          [](const auto& tp) {
-                           return tp.param.graph + "_" + tp.param.method + "_" +
-                                  std::to_string(tp.param.k);
+                           std::string method = tp.param.method;  // test names: [A-Za-z0-9_]
+                           std::replace(method.begin(), method.end(), '-', '_');
+                           return tp.param.graph + "_" + method + "_" + std::to_string(tp.param.k);
                          });
 
 TEST(Partition, SameSeedSamePartition) {
   TempDir t;
   PartitionOptions o;
   o.k = 4;
-  for (const std::string m : {"metis", "random", "fennel"}) {
+  for (const std::string m : {"metis", "random", "fennel", "lp-metis"}) {
     o.method = parse_partition_method(m);
     o.seed = 7;
     partition_dataset(dataset("sbm"), t / (m + "a"), o, false);
@@ -399,6 +403,32 @@ TEST(PartitionErrors, KaminparMissingOrFailingSaysSoInOneLine) {
   // Only node balance: KaMinPar's package takes no other weights.
   o.balance = "nodes,edges";
   EXPECT_THROW(o.check(d.num_nodes()), ParamError);
+}
+
+// lp-metis on graphs with communities cuts within 1.15x METIS's (the target at products size,
+// where it measures 0.91x; docs/BENCHMARKS.md), balanced within METIS's 3%; it refuses the
+// balance options it cannot honour.
+TEST(Partition, LpMetisCutsCloseToMetisOnCommunityGraphs) {
+  for (const std::string name : {"cora", "sbm"}) {
+    const GraphDataset d = read_graph_dataset(dataset(name));
+    const std::int64_t n = d.num_nodes();
+    for (int k : {2, 4, 8}) {
+      PartitionOptions o;
+      o.k = k;
+      const std::int64_t metis = cut_of(d.graph.view(), partition_nodes(d, o));
+      o.method = PartitionMethod::kLpMetis;
+      const std::vector<PartId> owner = partition_nodes(d, o);
+      EXPECT_LE(double(cut_of(d.graph.view(), owner)), 1.15 * double(metis)) << name << " k=" << k;
+      std::vector<std::int64_t> size(std::size_t(k), 0);
+      for (PartId p : owner) ++size[std::size_t(p)];
+      for (int p = 0; p < k; ++p)
+        EXPECT_LE(double(size[std::size_t(p)]), std::ceil(1.03 * double(n) / k)) << name;
+    }
+  }
+  PartitionOptions o;
+  o.method = PartitionMethod::kLpMetis;
+  o.part_weights = {2, 1};
+  EXPECT_THROW(o.check(100), ParamError);
 }
 
 TEST(Partition, MetisVolumeIsAThirdOfRandomOrLess) {

@@ -22,8 +22,9 @@ Action add_partition(CLI::App& app) {
   cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
   cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
-  auto* method = cmd->add_option("--method", a->method, "metis|fennel|random|contiguous|kaminpar")
-                     ->capture_default_str();
+  auto* method =
+      cmd->add_option("--method", a->method, "metis|fennel|random|contiguous|kaminpar|lp-metis")
+          ->capture_default_str();
   cmd->add_option("--objective", a->objective, "METIS objective: cut|vol")->capture_default_str();
   cmd->add_option("--balance", a->opt.balance,
                   "Balance constraints, comma separated: nodes, edges, train, weights")

@@ -14,8 +14,16 @@
 namespace halo {
 
 // kAssignment: read from PartitionOptions::assignment_in (computed elsewhere); kKaminpar: the
-// KaMinPar Python package, run as a child process.
-enum class PartitionMethod { kMetis, kFennel, kRandom, kContiguous, kAssignment, kKaminpar };
+// KaMinPar Python package, run as a child process; kLpMetis: METIS on an LP-clustered graph.
+enum class PartitionMethod {
+  kMetis,
+  kFennel,
+  kRandom,
+  kContiguous,
+  kAssignment,
+  kKaminpar,
+  kLpMetis
+};
 // What METIS minimises: the edge cut or the communication volume.
 enum class MetisObjective { kCut, kVol };
 // METIS's scheme: auto (k-way, gpmetis's default), k-way, recursive bisection, or best (both,
@@ -24,8 +32,8 @@ enum class MetisPtype { kAuto, kKway, kRb, kBest };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as PARTS/meta.json and messages record it.
-PartitionMethod parse_partition_method(
-    std::string_view s);  // metis | fennel | random | contiguous | kaminpar
+// metis | fennel | random | contiguous | kaminpar | lp-metis
+PartitionMethod parse_partition_method(std::string_view s);
 MetisObjective parse_metis_objective(std::string_view s);  // cut | vol
 MetisPtype parse_metis_ptype(std::string_view s);          // auto | kway | rb | best
 const char* to_string(PartitionMethod m);
@@ -67,6 +75,8 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
 std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOptions& options,
                                     MetisPtype* scheme = nullptr);
 std::vector<PartId> partition_fennel(const CsrView& g, const PartitionOptions& options);
+// LP clustering, METIS on the contracted graph, LP refinement (lp_metis.cc); undirected only.
+std::vector<PartId> partition_lp_metis(const CsrView& g, const PartitionOptions& options);
 std::vector<PartId> partition_random(std::int64_t n, const PartitionOptions& options);
 // One part id per node from file (gpmetis .part.K text: one id per line; or a 1-D int32/int64
 // .npy), each in [0, k), every part non-empty; anything else is an InputError naming the file
