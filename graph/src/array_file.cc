@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "halo/graph/error.h"
@@ -150,6 +151,13 @@ void ArrayFileWriter::write_rows(std::uint64_t row, const void* data, std::uint6
   if (count == 0) return;
   const std::uint64_t row_bytes = info_.cols * dtype_size(info_.dtype);
   pwrite_all(fd_, path_, data, count * row_bytes, kArrayHeaderBytes + row * row_bytes);
+}
+
+void ArrayFileWriter::shrink_rows(std::uint64_t rows) {
+  if (rows > info_.rows) throw std::logic_error(path_.string() + ": shrink_rows cannot grow");
+  info_.rows = rows;
+  const std::uint64_t total = kArrayHeaderBytes + rows * info_.cols * dtype_size(info_.dtype);
+  if (::ftruncate(fd_, off_t(total)) != 0) throw_system(path_, "cannot size");
 }
 
 ArrayInfo ArrayFileWriter::finish() {

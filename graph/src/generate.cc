@@ -29,9 +29,13 @@
 // order on any number of threads and the output is identical.
 #include "halo/graph/generate.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <vector>
@@ -153,6 +157,19 @@ struct Alias {
   }
 };
 
+std::int64_t drawn_edges(const GenerateOptions& o) {
+  return o.edges > 0 ? o.edges : std::int64_t(std::llround(double(o.nodes) * o.avg_degree / 2));
+}
+
+// Bytes a native dataset of these options takes at most (the CSR counted before duplicates
+// merge, so an upper bound); the OGB text is of the same order once compressed.
+std::uint64_t dataset_bytes(const GenerateOptions& o) {
+  const auto n = std::uint64_t(o.nodes), m = std::uint64_t(drawn_edges(o));
+  const std::uint64_t csr = 2 * m * sizeof(NodeId) + (n + 1) * sizeof(EdgeId);
+  return csr + n * std::uint64_t(o.features) * sizeof(float) + 2 * n * sizeof(std::int32_t) +
+         (1 << 20);  // labels, splits, headers and meta
+}
+
 struct Model {
   GenerateOptions o;
   std::int64_t m = 0;
@@ -170,7 +187,7 @@ struct Model {
 
   explicit Model(const GenerateOptions& opt) : o(opt), layout(opt) {
     const std::int64_t n = o.nodes;
-    m = o.edges > 0 ? o.edges : std::int64_t(std::llround(double(n) * o.avg_degree / 2));
+    m = drawn_edges(o);
     cls.resize(std::size_t(n));
     theta.resize(std::size_t(n));
 #pragma omp parallel for schedule(static)
@@ -316,24 +333,121 @@ void check(const GenerateOptions& o) {
     throw ParamError("--format must be native or ogb, not '" + o.format + "'");
 }
 
+// The edge chunks are dealt to `groups` contiguous runs, each walked by one thread at a time,
+// so that whatever a group counts or places needs no atomics: an atomic add per entry, on a
+// cache line that misses, serialises the misses and made the placing pass 2.3x slower.
+int edge_groups() { return std::clamp(omp_get_max_threads(), 1, 8); }
+
+// Calls place(group, u, v) for every drawn edge; calls for one group never overlap. Each call
+// draws the whole edge stream again from the seed.
+template <class Fn>
+void for_each_edge(const Model& g, int groups, const std::string& label, Fn&& place) {
+  const std::int64_t chunks = g.edge_chunks();
+  Progress progress(label, std::uint64_t(chunks));
+  std::atomic<std::int64_t> done{0};
+#pragma omp parallel
+  {
+    std::vector<NodeId> s, t;
+#pragma omp for schedule(dynamic, 1)
+    for (int k = 0; k < groups; ++k)
+      for (std::int64_t c = chunks * k / groups; c < chunks * (k + 1) / groups; ++c) {
+        g.edges(c, s, t);
+        for (std::size_t i = 0; i < s.size(); ++i) place(k, s[i], t[i]);
+        const std::int64_t d = done.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (omp_get_thread_num() == 0) progress.update(std::uint64_t(d));
+      }
+  }
+}
+
+// Entries of each row (before duplicates merge) that each group draws: group k's count of row r
+// is at [k * n + r]. Each drawn edge u-v is an entry of row u and one of row v (never u == v).
+std::vector<std::int32_t> group_degrees(const Model& g, int groups) {
+  const auto n = std::size_t(g.o.nodes);
+  std::vector<std::int32_t> cnt(std::size_t(groups) * n, 0);
+  for_each_edge(g, groups, "counting degrees", [&](int k, NodeId u, NodeId v) {
+    ++cnt[std::size_t(k) * n + std::size_t(u)];
+    ++cnt[std::size_t(k) * n + std::size_t(v)];
+  });
+  return cnt;
+}
+
+// The symmetric CSR (rows sorted, duplicates merged), built without holding the edge list:
+// one pass counts the degrees, then each pass over the edge stream places the entries of the
+// rows whose raw entries fit batch_entries (4 bytes each) and writes them out sorted and
+// merged. Memory: 8 + 4 * groups bytes a node and one batch, whatever the edge count.
+// Returns the number of entries written (rows of "indices").
+EdgeId write_csr(const Model& g, DatasetWriter& w) {
+  const std::int64_t n = g.o.nodes;
+  const int groups = edge_groups();
+  const std::vector<std::int32_t> cnt = group_degrees(g, groups);
+  std::vector<EdgeId> raw(std::size_t(n + 1), 0);  // offsets before duplicates merge
+  for (std::int64_t r = 0; r < n; ++r) {
+    EdgeId d = 0;
+    for (int k = 0; k < groups; ++k) d += cnt[std::size_t(k * n + r)];
+    raw[std::size_t(r + 1)] = raw[std::size_t(r)] + d;
+  }
+  auto indices = w.open("indices", DType::kInt32, std::uint64_t(raw.back()), 1);
+  auto offsets = w.open("offsets", DType::kInt64, std::uint64_t(n + 1), 1);
+  const EdgeId zero = 0;
+  offsets->write_rows(0, &zero, 1);
+  const auto budget = std::max<EdgeId>(1, g.o.batch_entries);
+  const auto batches = std::max<EdgeId>(1, (raw.back() + budget - 1) / budget);
+  std::vector<NodeId> buf;
+  std::vector<EdgeId> cur;  // [k * rows + i]: group k's next slot in row a + i; then offsets
+  EdgeId written = 0;
+  for (std::int64_t a = 0, pass = 1; a < n; ++pass) {
+    // The longest run of rows from a whose entries fit the budget, at least one row.
+    const auto it = std::upper_bound(raw.begin() + a + 1, raw.end(), raw[std::size_t(a)] + budget);
+    const std::int64_t b = std::max(a + 1, std::int64_t(it - raw.begin()) - 1), rows = b - a;
+    const EdgeId base = raw[std::size_t(a)];
+    buf.resize(std::size_t(raw[std::size_t(b)] - base));
+    cur.resize(std::size_t(groups * rows));
+    for (std::int64_t i = 0; i < rows; ++i) {  // group k writes after groups 0..k-1
+      EdgeId at = raw[std::size_t(a + i)] - base;
+      for (int k = 0; k < groups; ++k) {
+        cur[std::size_t(k * rows + i)] = at;
+        at += cnt[std::size_t(k * n + a + i)];
+      }
+    }
+    auto put = [&](int k, NodeId row, NodeId col) {
+      if (row >= a && row < b) buf[std::size_t(cur[std::size_t(k * rows + row - a)]++)] = col;
+    };
+    const std::string label = batches > 1 ? "placing edges (pass " + std::to_string(pass) +
+                                                " of ~" + std::to_string(batches) + ")"
+                                          : "placing edges";
+    for_each_edge(g, groups, label, [&](int k, NodeId u, NodeId v) { put(k, u, v), put(k, v, u); });
+#pragma omp parallel for schedule(dynamic, 4096)
+    for (std::int64_t r = a; r < b; ++r) {  // sort and merge each row in place
+      NodeId* first = buf.data() + (raw[std::size_t(r)] - base);
+      NodeId* last = buf.data() + (raw[std::size_t(r) + 1] - base);
+      std::sort(first, last);
+      cur[std::size_t(r - a)] = std::unique(first, last) - first;  // merged degree
+    }
+    EdgeId end = 0;  // compact the merged rows to the front; a row never moves right
+    for (std::int64_t r = a; r < b; ++r) {
+      const EdgeId d = cur[std::size_t(r - a)];
+      std::memmove(buf.data() + end, buf.data() + (raw[std::size_t(r)] - base),
+                   std::size_t(d) * sizeof(NodeId));
+      end += d;
+      cur[std::size_t(r - a)] = written + end;  // offsets[r + 1]
+    }
+    indices->write_rows(std::uint64_t(written), buf.data(), std::uint64_t(end));
+    offsets->write_rows(std::uint64_t(a + 1), cur.data(), std::uint64_t(rows));
+    written += end;
+    a = b;
+  }
+  indices->shrink_rows(std::uint64_t(written));
+  w.record("indices", indices->finish());
+  w.record("offsets", offsets->finish());
+  return written;
+}
+
 void write_native(const Model& g, const fs::path& dir) {
   const auto& o = g.o;
-  GraphDataset d;
+  GraphDataset d;  // the metadata only: arrays are written as they are made
   d.name = dir.filename().string();
-  EdgeList el;
-  el.num_nodes = o.nodes;
-  el.src.reserve(std::size_t(g.m));
-  el.dst.reserve(std::size_t(g.m));
-  std::vector<NodeId> s, t;
-  for (std::int64_t c = 0; c < g.edge_chunks(); ++c) {
-    g.edges(c, s, t);
-    el.src.insert(el.src.end(), s.begin(), s.end());
-    el.dst.insert(el.dst.end(), t.begin(), t.end());
-  }
-  d.graph = build_csr(std::move(el));
   DatasetWriter w(dir, o.overwrite);
-  w.put("offsets", d.graph.offsets.data(), std::uint64_t(o.nodes + 1));
-  w.put("indices", d.graph.indices);
+  const EdgeId entries = write_csr(g, w);
   if (o.features > 0) {
     auto out =
         w.open("features", DType::kFloat32, std::uint64_t(o.nodes), std::uint64_t(o.features));
@@ -350,8 +464,7 @@ void write_native(const Model& g, const fs::path& dir) {
   d.label_cols = 1;
   d.label_kind = LabelKind::kMulticlass;
   d.num_classes = o.classes;
-  d.labels = Array<std::int32_t>(g.cls);
-  w.put("labels", d.labels);
+  w.put("labels", g.cls.data(), std::uint64_t(o.nodes));
   Split sp;
   sp.name = "random";
   std::vector<NodeId> parts[3];
@@ -364,6 +477,8 @@ void write_native(const Model& g, const fs::path& dir) {
   w.put("split.random.test", sp.test);
   d.splits.push_back(std::move(sp));
   nlohmann::json meta = graph_meta(d);
+  meta["nodes"] = o.nodes;  // d holds no graph
+  meta["edges"] = entries;
   meta["source"] = {{"format", "generate"},
                     {"seed", o.seed},
                     {"edges_drawn", g.m},
@@ -491,6 +606,7 @@ GenerateReport generate(const fs::path& dir, const GenerateOptions& options) {
   check(options);
   resolve_dir_output(dir, options.format == "ogb" ? "ogb" : "halo-dataset",
                      options.overwrite);  // before the work
+  check_free_space(dir, dataset_bytes(options), "this graph");
   const Model g(options);
   if (options.format == "ogb")
     write_ogb(g, dir);

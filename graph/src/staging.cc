@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -269,6 +270,23 @@ fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool
                      "); --force replaces only a folder halo wrote of that kind: remove it "
                      "yourself if it should go");
   return target;
+}
+
+void check_free_space(const fs::path& out, std::uint64_t bytes, const std::string& what) {
+  fs::path dir = folder_of(follow_links(out));
+  std::error_code ec;
+  while (!fs::is_directory(dir, ec) && dir.has_relative_path()) dir = dir.parent_path();
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0) return;  // unknown: the write itself will tell
+  const std::uint64_t avail = std::uint64_t(st.f_bavail) * std::uint64_t(st.f_frsize);
+  if (avail >= bytes) return;
+  auto gib = [](std::uint64_t b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f GiB", double(b) / double(1ull << 30));
+    return std::string(s);
+  };
+  throw ParamError(out.string() + ": " + what + " needs up to " + gib(bytes) + " of disk, but " +
+                   dir.string() + " has " + gib(avail) + " free");
 }
 
 void check_output_folder(const fs::path& dir, const std::vector<fs::path>& inputs) {

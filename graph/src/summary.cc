@@ -1,4 +1,4 @@
-// `halo info`: a dataset summary computed from the mapped arrays (components via Boost.Graph).
+// `halo info`: a dataset summary computed from the mapped arrays (components by union-find).
 #include "halo/graph/summary.h"
 
 #include <cstdio>

@@ -154,6 +154,17 @@ json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality&
   return meta;
 }
 
+// Bytes the parts take, for the free-space check: every stored edge and feature row once, the
+// node-sized arrays (offsets, labels, splits, owner, local ids) and the send and receive lists,
+// two entries per cut entry, counted as one per stored entry (a cut of half the edges).
+std::uint64_t parts_bytes(const GraphDataset& d, int k) {
+  const auto n = std::uint64_t(d.num_nodes()), m = std::uint64_t(d.graph.num_edges());
+  const std::uint64_t per_edge = sizeof(NodeId) * (d.graph.values.empty() ? 2 : 3);
+  return m * per_edge + n * std::uint64_t(d.num_features) * sizeof(float) +
+         n * (sizeof(EdgeId) + 4 * sizeof(std::int32_t) + std::uint64_t(d.label_cols) * 4) +
+         std::uint64_t(k) * (1 << 20);
+}
+
 }  // namespace
 
 json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const PartitionOptions& o,
@@ -206,6 +217,7 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   inputs.push_back(out);
   if (!assignment_out.empty()) resolve_file_output(assignment_out, inputs);
   const GraphDataset d = read_graph_dataset(dataset);  // validated: every id below is in range
+  check_free_space(out, parts_bytes(d, o.k), std::to_string(o.k) + " parts of this dataset");
   const double load_s = total.seconds();
   Stopwatch clock;
   PartitionOptions used = o;  // with the METIS scheme that made the assignment, for meta.json

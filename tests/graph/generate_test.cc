@@ -45,6 +45,46 @@ TEST(Generate, SameSeedSameBytesWhateverTheThreadCount) {
   EXPECT_NE(read_dataset_meta(t / "a")["fingerprint"], read_dataset_meta(t / "c")["fingerprint"]);
 }
 
+// The CSR is built in passes over the regenerated edge stream, as many as batch_entries makes:
+// the bytes must not depend on how many (rows cut across batches; the hub, of degree > 500,
+// alone in its batch).
+TEST(Generate, SameBytesWhateverTheBatchSize) {
+  TempDir t;
+  generate(t / "one", opts());
+  for (std::int64_t batch : {300, 4000}) {
+    GenerateOptions o = opts();
+    o.batch_entries = batch;
+    generate(t / "b", o);
+    const GraphDataset a = read_graph_dataset(t / "one");
+    const GraphDataset b = read_graph_dataset(t / "b");
+    EXPECT_TRUE(std::equal(a.graph.offsets.begin(), a.graph.offsets.end(), b.graph.offsets.begin(),
+                           b.graph.offsets.end()))
+        << batch;
+    EXPECT_EQ(read_dataset_meta(t / "one")["fingerprint"],
+              read_dataset_meta(t / "b")["fingerprint"])
+        << batch;
+    std::filesystem::remove_all(t / "b");
+  }
+}
+
+// The disk is checked before anything is drawn: a graph that cannot fit fails at once, leaving
+// nothing behind.
+TEST(Generate, ShortDiskFailsFirstNamingTheFigures) {
+  TempDir t;
+  GenerateOptions o = opts();
+  o.nodes = 2000000000;
+  o.edges = std::int64_t(1) << 34;  // 128 GiB of CSR, 32 TB of features: no disk has it
+  o.features = 4096;
+  try {
+    generate(t / "huge", o);
+    FAIL() << "expected a ParamError";
+  } catch (const ParamError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs up to"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("free"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(t.path()));
+}
+
 TEST(Generate, HomophilySkewAndSplit) {
   TempDir t;
   GenerateOptions o = opts();

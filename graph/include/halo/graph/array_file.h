@@ -76,6 +76,9 @@ class ArrayFileWriter {
 
   // Writes `count` consecutive rows starting at `row` from data (count * cols elements).
   void write_rows(std::uint64_t row, const void* data, std::uint64_t count);
+  // Cuts the array to its first `rows` rows (<= the rows it was opened with), for writers that
+  // learn the length at the end (a CSR whose duplicates merge as it is written).
+  void shrink_rows(std::uint64_t rows);
   ArrayInfo finish();
   const std::filesystem::path& path() const { return path_; }
 

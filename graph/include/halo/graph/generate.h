@@ -29,6 +29,9 @@ struct GenerateOptions {
   std::int64_t community_size = 10000;
   std::int64_t neighbourhood_classes = 4;
   std::uint64_t seed = 0;
+  // CSR entries placed per pass over the edge stream (4 bytes each): bounds memory whatever the
+  // graph's size, at one more pass (a regeneration of the edges) per batch.
+  std::int64_t batch_entries = std::int64_t(1) << 30;
   std::string format = "native";  // native | ogb
   bool overwrite = false;
 };

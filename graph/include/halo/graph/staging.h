@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -55,6 +56,12 @@ std::filesystem::path resolve_stream_output(const std::filesystem::path& out,
 std::filesystem::path resolve_dir_output(const std::filesystem::path& out,
                                          const std::string& format, bool overwrite,
                                          const std::vector<std::filesystem::path>& inputs = {});
+
+// Throws ParamError when the file system that will hold `out` (its nearest existing folder) has
+// less than `bytes` free, naming both figures and `what` needs them: checked before a long write,
+// so a short disk fails in a second, not after an hour and a half-written folder.
+void check_free_space(const std::filesystem::path& out, std::uint64_t bytes,
+                      const std::string& what);
 
 // A folder written into, never replaced (a checkpoint root): absent or a folder, and no input.
 void check_output_folder(const std::filesystem::path& dir,
