@@ -30,6 +30,7 @@
 #include "halo/graph/generate.h"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +39,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <stdexcept>
 #include <vector>
 
 #include "halo/graph/dataset.h"
@@ -119,16 +121,48 @@ struct Layout {
   }
 };
 
-// Vose's alias table over items with the given weights: O(1) weighted draws.
-struct Alias {
-  std::vector<float> prob;
-  std::vector<NodeId> alias;
-  std::vector<NodeId> item;  // the node behind each slot
+// One slot of an alias table: it holds its probability and both nodes it can give, so that a
+// draw reads one cache line (on a 111 M-node table every read misses, and the draws are most
+// of generating a graph).
+struct Slot {
+  float prob;    // keep `self` with this probability, else give `other`
+  NodeId self;   // the item of this slot
+  NodeId other;  // the item of its alias
+};
 
-  Alias(std::vector<NodeId> items, const std::vector<double>& weight) : item(std::move(items)) {
+// The slots of many alias tables in one allocation, reserved up front (tables point into it)
+// and asked to be backed by transparent huge pages: the draws read the tables at random, and
+// with 4 KiB pages each read of a GiB-sized table also misses the TLB.
+class SlotPool {
+ public:
+  explicit SlotPool(std::size_t capacity) {
+    slots_.reserve(capacity);
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
+    char* p = reinterpret_cast<char*>(slots_.data());
+    const std::size_t bytes = capacity * sizeof(Slot);
+    const std::size_t lead = (kHuge - reinterpret_cast<std::uintptr_t>(p) % kHuge) % kHuge;
+    if (bytes > lead + kHuge)  // a hint only: whole huge pages inside the allocation
+      ::madvise(p + lead, (bytes - lead) / kHuge * kHuge, MADV_HUGEPAGE);
+  }
+  Slot* take(std::size_t k) {
+    if (slots_.size() + k > slots_.capacity()) throw std::logic_error("SlotPool: over capacity");
+    slots_.resize(slots_.size() + k);  // within capacity: earlier tables never move
+    return slots_.data() + (slots_.size() - k);
+  }
+
+ private:
+  std::vector<Slot> slots_;
+};
+
+// Vose's alias table over items with the given weights, its slots in a pool: O(1) draws.
+struct Alias {
+  const Slot* slot = nullptr;
+  std::size_t size = 0;
+
+  Alias(SlotPool& pool, const std::vector<NodeId>& item, const std::vector<double>& weight) {
     const std::size_t k = item.size();
-    prob.resize(k);
-    alias.resize(k);
+    std::vector<float> prob(k);
+    std::vector<std::size_t> alias(k);
     double total = 0;
     for (NodeId v : item) total += weight[std::size_t(v)];
     std::vector<double> scaled(k);
@@ -141,19 +175,24 @@ struct Alias {
       const std::size_t s = small.back(), l = large.back();
       small.pop_back();
       prob[s] = float(scaled[s]);
-      alias[s] = NodeId(l);
+      alias[s] = l;
       scaled[l] -= 1 - scaled[s];
       if (scaled[l] < 1) {
         large.pop_back();
         small.push_back(l);
       }
     }
-    for (std::size_t i : large) prob[i] = 1, alias[i] = NodeId(i);
-    for (std::size_t i : small) prob[i] = 1, alias[i] = NodeId(i);
+    for (std::size_t i : large) prob[i] = 1, alias[i] = i;
+    for (std::size_t i : small) prob[i] = 1, alias[i] = i;
+    Slot* out = pool.take(k);
+    for (std::size_t i = 0; i < k; ++i) out[i] = {prob[i], item[i], item[alias[i]]};
+    slot = out;
+    size = k;
   }
+  bool empty() const { return size == 0; }
   NodeId draw(Stream& r) const {
-    const std::size_t slot = std::size_t(r.next() % item.size());
-    return item[r.uniform() < prob[slot] ? slot : std::size_t(alias[slot])];
+    const Slot& s = slot[std::size_t(r.next() % size)];
+    return r.uniform() < s.prob ? s.self : s.other;
   }
 };
 
@@ -176,16 +215,22 @@ struct Model {
   std::vector<std::int32_t> cls;
   std::vector<double> theta;
   std::vector<float> means;  // classes x features
+  Layout layout;
+  // The tables: over all nodes, per class and (locality only) per community. An empty
+  // community is never drawn from: a same-class draw uses the source's own, and `others`
+  // leaves empty ones out. The pools are declared first: the tables point into them.
+  SlotPool nodes_pool;   // all, by_class and by_community: about 3 slots a node
+  SlotPool others_pool;  // others
   std::unique_ptr<Alias> all;
   std::vector<Alias> by_class;
-  // Locality only (empty without it). An empty community is never drawn from: a same-class
-  // draw uses the source's own, and `others` leaves empty ones out.
-  Layout layout;
-  std::vector<std::int32_t> community;  // of each node (its class is community / Q)
-  std::vector<Alias> by_community;      // its nodes, by theta
+  std::vector<Alias> by_community;  // its nodes, by theta
   std::vector<Alias> others;  // per community: the other ones of its neighbourhood, by their theta
 
-  explicit Model(const GenerateOptions& opt) : o(opt), layout(opt) {
+  explicit Model(const GenerateOptions& opt)
+      : o(opt),
+        layout(opt),
+        nodes_pool(std::size_t(opt.nodes) * (opt.locality > 0 ? 3 : 2) + std::size_t(opt.classes)),
+        others_pool(others_slots(opt, layout)) {
     const std::int64_t n = o.nodes;
     m = drawn_edges(o);
     cls.resize(std::size_t(n));
@@ -197,16 +242,18 @@ struct Model {
       // Pareto(skew) with x_min = 1, capped so one hub cannot take a large share of all edges.
       theta[std::size_t(v)] = std::min(std::pow(1.0 - t.uniform(), -1.0 / (o.skew - 1.0)), 300.0);
     }
-    std::vector<NodeId> every(static_cast<std::size_t>(n));
-    std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(o.classes));
-    for (std::int64_t v = 0; v < n; ++v) {
-      every[std::size_t(v)] = NodeId(v);
-      members[std::size_t(cls[std::size_t(v)])].push_back(NodeId(v));
+    {
+      std::vector<NodeId> every(static_cast<std::size_t>(n));
+      for (std::int64_t v = 0; v < n; ++v) every[std::size_t(v)] = NodeId(v);
+      all = std::make_unique<Alias>(nodes_pool, every, theta);
     }
-    all = std::make_unique<Alias>(std::move(every), theta);
+    std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(o.classes));
+    for (std::int64_t v = 0; v < n; ++v)
+      members[std::size_t(cls[std::size_t(v)])].push_back(NodeId(v));
     for (auto& mem : members) {
       if (mem.empty()) mem.push_back(0);  // a class nobody drew: fall back to node 0
-      by_class.emplace_back(std::move(mem), theta);
+      by_class.emplace_back(nodes_pool, mem, theta);
+      std::vector<NodeId>().swap(mem);  // the table has its own copy
     }
     if (o.locality > 0) build_neighbourhoods();
     means.resize(std::size_t(o.classes * o.features));
@@ -216,38 +263,56 @@ struct Model {
         means[std::size_t(c * o.features + k)] = float(r.normal());
     }
   }
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // Community of node v: recomputed from its hash rather than read from a table, since a read
+  // of a node-sized table misses the cache on every draw.
+  std::size_t community_of(NodeId v) const {
+    return std::size_t(layout.community(class_of(o, v), layout.slot_of(o, v)));
+  }
+  std::int64_t hood_of(std::int64_t c) const {  // the neighbourhood of community c
+    return layout.neighbourhood(o, c / layout.slots, c % layout.slots);
+  }
+
+  // Slots of all `others` tables: per community, the other communities of its neighbourhood
+  // (an upper bound: empty communities are left out of the tables).
+  static std::size_t others_slots(const GenerateOptions& o, const Layout& layout) {
+    if (layout.slots == 0) return 0;
+    std::vector<std::int64_t> size(std::size_t(layout.neighbourhoods()), 0);
+    for (std::int64_t c = 0; c < layout.communities(o); ++c)
+      ++size[std::size_t(layout.neighbourhood(o, c / layout.slots, c % layout.slots))];
+    std::size_t total = 0;
+    for (std::int64_t s : size) total += std::size_t(s * s);
+    return total;
+  }
 
   void build_neighbourhoods() {
     const std::int64_t n = o.nodes, nc = layout.communities(o);
-    community.resize(std::size_t(n));
-#pragma omp parallel for schedule(static)
-    for (std::int64_t v = 0; v < n; ++v)
-      community[std::size_t(v)] =
-          std::int32_t(layout.community(cls[std::size_t(v)], layout.slot_of(o, v)));
     std::vector<std::vector<NodeId>> members(static_cast<std::size_t>(nc));
     std::vector<double> mass(static_cast<std::size_t>(nc));
     for (std::int64_t v = 0; v < n; ++v) {  // ascending ids: nothing depends on the threads
-      const auto c = std::size_t(community[std::size_t(v)]);
+      const std::size_t c = community_of(NodeId(v));
       members[c].push_back(NodeId(v));
       mass[c] += theta[std::size_t(v)];
     }
     by_community.reserve(members.size());
-    for (auto& mem : members) by_community.emplace_back(std::move(mem), theta);
+    for (auto& mem : members) {
+      by_community.emplace_back(nodes_pool, mem, theta);
+      std::vector<NodeId>().swap(mem);
+    }
     // A draw "in the neighbourhood, outside the source's community" picks one of the other
     // communities by its theta, then a node in it by theta: exactly theta over those nodes,
     // with small tables and no rejection.
-    auto hood_of = [&](std::int64_t c) {
-      return std::size_t(layout.neighbourhood(o, c / layout.slots, c % layout.slots));
-    };
     std::vector<std::vector<NodeId>> in_hood(std::size_t(layout.neighbourhoods()));
     for (std::int64_t c = 0; c < nc; ++c)
-      if (mass[std::size_t(c)] > 0) in_hood[hood_of(c)].push_back(NodeId(c));
+      if (mass[std::size_t(c)] > 0) in_hood[std::size_t(hood_of(c))].push_back(NodeId(c));
     others.reserve(std::size_t(nc));
     for (std::int64_t c = 0; c < nc; ++c) {
       std::vector<NodeId> rest;
-      for (NodeId x : in_hood[hood_of(c)])
+      for (NodeId x : in_hood[std::size_t(hood_of(c))])
         if (x != c) rest.push_back(x);
-      others.emplace_back(std::move(rest), mass);
+      others.emplace_back(others_pool, rest, mass);
     }
   }
 
@@ -256,14 +321,14 @@ struct Model {
   NodeId partner(NodeId u, Stream& r) const {
     const bool same = r.uniform() < o.homophily;
     if (!(o.locality > 0)) {
-      const auto c = std::size_t(cls[std::size_t(u)]);
+      const auto c = std::size_t(class_of(o, u));
       return same ? by_class[c].draw(r) : all->draw(r);
     }
     const bool local = r.uniform() < o.locality;
-    const auto cu = std::size_t(community[std::size_t(u)]);
+    const std::size_t cu = community_of(u);
     if (same)
       return local ? by_community[cu].draw(r) : by_class[cu / std::size_t(layout.slots)].draw(r);
-    if (local && !others[cu].item.empty())  // else a neighbourhood of one community: go global
+    if (local && !others[cu].empty())  // else a neighbourhood of one community: go global
       return by_community[std::size_t(others[cu].draw(r))].draw(r);
     return all->draw(r);
   }
