@@ -91,6 +91,15 @@ struct Mapping {
 
 }  // namespace
 
+void release_file_pages(const void* p, std::size_t bytes) {
+  static const auto page = std::uintptr_t(::sysconf(_SC_PAGESIZE));
+  const auto b = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const auto e = (reinterpret_cast<std::uintptr_t>(p) + bytes) / page * page;
+  // A hint: a failure leaves the pages resident, which is only memory.
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): madvise takes the page-aligned address
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+}
+
 std::size_t dtype_size(DType t) {
   switch (t) {
     case DType::kInt8:
@@ -238,7 +247,7 @@ Array<T> map_array(const std::filesystem::path& path, ArrayInfo* out_info, bool 
   // Mapped read-only: a mapped Array is read-only by contract (a write faults instead of
   // silently changing a dataset another process may be reading).
   T* data = reinterpret_cast<T*>(static_cast<char*>(map->addr) + sizeof h);
-  return Array<T>::view(map, data, std::size_t(h.rows * h.cols));
+  return Array<T>::mapped(map, data, std::size_t(h.rows * h.cols));
 }
 
 #define HALO_INSTANTIATE(T)                                                                \

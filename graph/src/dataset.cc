@@ -618,12 +618,19 @@ void check_finite(const fs::path& file, const Array<float>& values) {
   const float* x = values.data();
   // A branch-free pass first (it vectorises: all exponent bits set is an infinity or a NaN);
   // the first bad entry is looked for only when there is one.
+  // In blocks whose pages are dropped once checked: the check is often the only reader of
+  // the features (`info`, `partition`), which would otherwise keep them all resident.
   std::uint32_t any_bad = 0;
+  constexpr std::int64_t kBlock = std::int64_t(1) << 24;  // 64 MiB of floats
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    const std::int64_t e = std::min(n, b + kBlock);
 #pragma omp parallel for schedule(static) reduction(| : any_bad)
-  for (std::int64_t j = 0; j < n; ++j) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + j, sizeof bits);
-    any_bad |= std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    for (std::int64_t j = b; j < e; ++j) {
+      std::uint32_t bits;
+      std::memcpy(&bits, x + j, sizeof bits);
+      any_bad |= std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    values.release(std::size_t(b), std::size_t(e));
   }
   if (!any_bad) return;
   const std::int64_t i = first_bad(

@@ -54,6 +54,11 @@ void write_features(ArrayDir& part, const GraphDataset& d, std::span<const NodeI
       std::copy_n(d.features.data() + std::size_t(own[std::size_t(i)]) * f, f,
                   buf.data() + std::size_t(i - b) * f);
     out->write_rows(std::uint64_t(b), buf.data(), std::uint64_t(e - b));
+    // own is ascending: these rows' pages are not read again for this part. Dropping them
+    // keeps a window of the mapped features resident instead of all of them (every part has
+    // rows on nearly every page).
+    d.features.release(std::size_t(own[std::size_t(b)]) * f,
+                       (std::size_t(own[std::size_t(e - 1)]) + 1) * f);
   }
   part.record("features", out->finish());
 }

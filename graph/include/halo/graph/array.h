@@ -11,6 +11,11 @@
 
 namespace halo {
 
+// Drops the resident pages that lie wholly inside [p, p + bytes) of a read-only file mapping:
+// the next read maps them from the file again. Only for Array's file-backed storage (on
+// anonymous memory it would zero the data); Array::release is the safe way to call it.
+void release_file_pages(const void* p, std::size_t bytes);
+
 template <class T>
 class Array {
  public:
@@ -33,6 +38,22 @@ class Array {
     return a;
   }
 
+  // As view, for a read-only mapping of a file (map_array): release() may drop its pages.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
+  static Array mapped(std::shared_ptr<const void> keep, T* data, std::size_t n) {
+    Array a = view(std::move(keep), data, n);
+    a.file_backed_ = true;
+    return a;
+  }
+
+  // Lets a sweep over a mapped array keep its resident memory to a window: drops the pages
+  // holding elements [first, last), read again from the file if they are touched again. A
+  // no-op for storage in memory. The contents seen through the array never change.
+  void release(std::size_t first, std::size_t last) const {
+    if (file_backed_ && first < last && last <= size_)
+      release_file_pages(data_ + first, (last - first) * sizeof(T));
+  }
+
   T* data() { return data_; }
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
@@ -50,6 +71,7 @@ class Array {
   std::shared_ptr<const void> keep_;
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  bool file_backed_ = false;
 };
 
 }  // namespace halo
