@@ -694,6 +694,12 @@ void validate_graph_dataset(const GraphDataset& d, const fs::path& dir) {
 }
 
 GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
+  GraphDataset d = map_graph_dataset(dir, opt);
+  validate_graph_dataset(d, dir);
+  return d;
+}
+
+GraphDataset map_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
   const json meta = read_dataset_meta(dir);  // every field below is type- and range-checked
   const fs::path metap = dir / "meta.json";
   if (meta.value("kind", "graph") != "graph")
@@ -739,7 +745,6 @@ GraphDataset read_graph_dataset(const fs::path& dir, const ReadOptions& opt) {
     }
     d.reorder = meta.value("reorder", "none");
     d.original_ids = map_listed<NodeId>(dir, meta, "original_ids", opt, std::uint64_t(n), 1, false);
-    validate_graph_dataset(d, dir);
     return d;
   } catch (const json::exception& e) {
     throw_input(metap, 0, std::string("malformed: ") + e.what());

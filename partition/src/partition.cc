@@ -24,8 +24,10 @@ PartitionMethod parse_partition_method(std::string_view s) {
   if (s == "contiguous") return PartitionMethod::kContiguous;
   if (s == "kaminpar") return PartitionMethod::kKaminpar;
   if (s == "lp-metis") return PartitionMethod::kLpMetis;
-  throw ParamError("unknown --method '" + std::string(s) +
-                   "' (expected metis, fennel, random, contiguous, kaminpar or lp-metis)");
+  if (s == "ptscotch") return PartitionMethod::kPtScotch;
+  throw ParamError(
+      "unknown --method '" + std::string(s) +
+      "' (expected metis, fennel, random, contiguous, kaminpar, lp-metis or ptscotch)");
 }
 
 MetisObjective parse_metis_objective(std::string_view s) {
@@ -56,6 +58,8 @@ const char* to_string(PartitionMethod m) {
       return "kaminpar";
     case PartitionMethod::kLpMetis:
       return "lp-metis";
+    case PartitionMethod::kPtScotch:
+      return "ptscotch";
     default:
       return "metis";
   }
@@ -91,6 +95,8 @@ void PartitionOptions::check(std::int64_t n) const {
         "no --part-weights)");
   if (method == PartitionMethod::kKaminpar && balance != "nodes")
     throw ParamError("--method kaminpar balances nodes only (--balance nodes)");
+  if (method == PartitionMethod::kPtScotch && balance != "nodes")
+    throw ParamError("--method ptscotch balances nodes only (--balance nodes)");
   std::size_t start = 0;
   while (start <= balance.size()) {
     const std::size_t end = std::min(balance.find(',', start), balance.size());
@@ -184,6 +190,8 @@ std::vector<PartId> partition_nodes(const GraphDataset& d, const PartitionOption
     owner = partition_lp_metis(d.graph.view(), o);
   } else if (o.method == PartitionMethod::kKaminpar)
     owner = partition_kaminpar(d, o);
+  else if (o.method == PartitionMethod::kPtScotch)  // needs the MPI job, not one process's graph
+    throw ParamError("--method ptscotch partitions a dataset on disk (halo partition)");
   else if (o.method == PartitionMethod::kAssignment)
     return read_assignment(o.assignment_in, n, o.k);  // it names the file on an empty part
   else

@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-constexpr const char* kPartsFormat = "halo-parts";
 constexpr const char* kPartFormat = "halo-part";
 constexpr int kVersion = 1;
 
@@ -85,9 +84,8 @@ json write_splits(ArrayDir& part, const GraphDataset& d, const std::vector<PartI
   return splits;
 }
 
-// Writes part-R of plan.rank under root: its plan, local CSR, degrees, features, labels and
-// splits. local_of maps the plan's global ids to local rows (build_halo_plan). Returns the
-// part's fingerprint.
+}  // namespace
+
 std::string write_part(const fs::path& root, const GraphDataset& d,
                        const std::vector<PartId>& owner, const HaloPlan& plan,
                        const std::vector<NodeId>& local_of, const std::string& partition_fp) {
@@ -132,6 +130,8 @@ std::string write_part(const fs::path& root, const GraphDataset& d,
   return part.write_meta(std::move(meta), kPartFormat, kVersion);
 }
 
+namespace {
+
 // PARTS/meta.json's fields besides the arrays: quality, method and options, the dataset.
 json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality& quality,
                 const Split* main_split) {
@@ -172,12 +172,8 @@ std::uint64_t parts_bytes(const GraphDataset& d, int k) {
 
 }  // namespace
 
-json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const PartitionOptions& o,
-                 const Quality& quality, const fs::path& dir, bool overwrite, const json& extra) {
-  const std::int64_t n = d.graph.num_nodes;
-  const int k = o.k;
-  StagingDir stage(dir, kPartsFormat, overwrite);
-  ArrayDir root(stage.path());
+std::string write_parts_owner(ArrayDir& root, const GraphDataset& d,
+                              const std::vector<PartId>& owner) {
   root.put("owner", owner);
   // Input order of every node when the dataset was reordered: predictions written by a
   // distributed run come back in the order of the user's files.
@@ -185,30 +181,46 @@ json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const 
   // The partition's identity, known before any part is written so that every part can carry
   // it: the assignment (and input order) plus the dataset they cut. read_part compares a part's
   // copy with PARTS/meta.json, so a part-R copied from another partition or dataset is refused.
-  const std::string partition_fp = root.fingerprint(d.fingerprint);
+  return root.fingerprint(d.fingerprint);
+}
+
+json write_parts_meta(ArrayDir& root, const GraphDataset& d, const PartitionOptions& o,
+                      const Quality& quality, const std::vector<std::string>& part_fps,
+                      const json& extra) {
+  json meta = parts_meta(d, o, quality, choose_split(d, o.split));
+  meta["part_fingerprints"] = part_fps;
+  meta.update(extra);
+  const std::string fp = root.write_meta(meta, kPartsFormat, kVersion, d.fingerprint);
+  meta["fingerprint"] = fp;
+  return meta;
+}
+
+json write_parts(const GraphDataset& d, const std::vector<PartId>& owner, const PartitionOptions& o,
+                 const Quality& quality, const fs::path& dir, bool overwrite, const json& extra) {
+  const std::int64_t n = d.graph.num_nodes;
+  const int k = o.k;
+  StagingDir stage(dir, kPartsFormat, overwrite);
+  ArrayDir root(stage.path());
+  const std::string partition_fp = write_parts_owner(root, d, owner);
   std::vector<std::string> part_fps(static_cast<std::size_t>(k));
 
   const PartitionHalos halos = find_partition_halos(d.graph.view(), owner, k);
-  const Split* main_split = choose_split(d, o.split);  // named in the root meta
-  std::vector<NodeId> local_of(std::size_t(n), -1);    // global -> local id, for the current part
+  std::vector<NodeId> local_of(std::size_t(n), -1);  // global -> local id, for the current part
   Progress progress(n > 1000000 ? "writing parts" : "", std::uint64_t(k));
   for (int r = 0; r < k; ++r) {  // one part in memory at a time
     const HaloPlan plan = build_halo_plan(halos, r, local_of);
     part_fps[std::size_t(r)] = write_part(stage.path(), d, owner, plan, local_of, partition_fp);
     progress.update(std::uint64_t(r) + 1);
   }
-
-  json meta = parts_meta(d, o, quality, main_split);
-  meta["part_fingerprints"] = part_fps;
-  meta.update(extra);
-  const std::string fp = root.write_meta(meta, kPartsFormat, kVersion, d.fingerprint);
-  meta["fingerprint"] = fp;
+  json meta = write_parts_meta(root, d, o, quality, part_fps, extra);
   stage.commit();
   return meta;
 }
 
 json partition_dataset(const fs::path& dataset, const fs::path& out, const PartitionOptions& o,
                        bool overwrite, const fs::path& assignment_out) {
+  if (o.method == PartitionMethod::kPtScotch)  // every MPI rank reads only its slice of rows
+    return partition_dataset_ptscotch(dataset, out, o, overwrite, assignment_out);
   Stopwatch total;
   // Fail before the (possibly long) partitioning: an existing output without --force, one that
   // is not a parts folder, or one that would replace or write into the dataset.

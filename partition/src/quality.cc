@@ -54,6 +54,14 @@ Quality measure_partition(const CsrView& g, bool directed, const std::vector<Par
     }
   }
   q.edge_cut = directed ? crossing : crossing / 2;
+  finish_quality(q, owner, split, targets);
+  return q;
+}
+
+void finish_quality(Quality& q, const std::vector<PartId>& owner, const Split* split,
+                    const std::vector<double>& targets) {
+  const int k = q.k;
+  const auto n = std::int64_t(owner.size());
   if (split) {
     for (NodeId v : split->train) ++q.parts[std::size_t(owner[std::size_t(v)])].train;
     for (NodeId v : split->valid) ++q.parts[std::size_t(owner[std::size_t(v)])].valid;
@@ -74,7 +82,6 @@ Quality measure_partition(const CsrView& g, bool directed, const std::vector<Par
     q.parts[std::size_t(p)].share = n ? double(q.parts[std::size_t(p)].nodes) / double(n) : 0;
     q.parts[std::size_t(p)].target = targets.empty() ? 1.0 / k : targets[std::size_t(p)];
   }
-  return q;
 }
 
 json quality_json(const Quality& q) {

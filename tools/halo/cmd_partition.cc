@@ -23,7 +23,9 @@ Action add_partition(CLI::App& app) {
   cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
   auto* method =
-      cmd->add_option("--method", a->method, "metis|fennel|random|contiguous|kaminpar|lp-metis")
+      cmd->add_option("--method", a->method,
+                      "metis|fennel|random|contiguous|kaminpar|lp-metis|ptscotch (ptscotch: "
+                      "under mpirun -np P, each rank reading 1/P of the rows)")
           ->capture_default_str();
   cmd->add_option("--objective", a->objective, "METIS objective: cut|vol")->capture_default_str();
   cmd->add_option("--balance", a->opt.balance,
@@ -68,6 +70,7 @@ Action add_partition(CLI::App& app) {
     }
     const nlohmann::json meta =
         partition_dataset(a->dataset, a->output, a->opt, a->force, a->assignment);
+    if (meta.is_null()) return 0;  // a ptscotch rank other than 0: rank 0 reports
     if (a->json) {
       nlohmann::json shown = meta;
       shown.erase("arrays");

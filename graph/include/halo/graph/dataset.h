@@ -144,6 +144,11 @@ std::string dataset_kind(const std::filesystem::path& dir);
 // Maps a graph dataset and validates it (validate_graph_dataset); throws InputError naming the
 // file on any mismatch, before any caller can index with a bad id.
 GraphDataset read_graph_dataset(const std::filesystem::path& dir, const ReadOptions& = {});
+// The arrays of a graph dataset mapped, with meta.json and every array's shape checked but no
+// content validated (and no checksum verified unless opt asks): for readers that validate only
+// the rows they use, such as the ranks of a distributed partitioner, each checking its slice.
+// The caller must validate whatever it indexes with.
+GraphDataset map_graph_dataset(const std::filesystem::path& dir, const ReadOptions& opt);
 // Maps a temporal dataset and validates it (ids in range, time finite and non-decreasing).
 TemporalDataset read_temporal_dataset(const std::filesystem::path& dir, const ReadOptions& = {});
 // meta.json of a dataset, parsed, with every field the readers use type- and range-checked.

@@ -14,7 +14,9 @@
 namespace halo {
 
 // kAssignment: read from PartitionOptions::assignment_in (computed elsewhere); kKaminpar: the
-// KaMinPar Python package, run as a child process; kLpMetis: METIS on an LP-clustered graph.
+// KaMinPar Python package, run as a child process; kLpMetis: METIS on an LP-clustered graph;
+// kPtScotch: PT-Scotch over the ranks of an MPI job, each holding a slice of rows
+// (partition_dataset_ptscotch in parts.h).
 enum class PartitionMethod {
   kMetis,
   kFennel,
@@ -22,7 +24,8 @@ enum class PartitionMethod {
   kContiguous,
   kAssignment,
   kKaminpar,
-  kLpMetis
+  kLpMetis,
+  kPtScotch
 };
 // What METIS minimises: the edge cut or the communication volume.
 enum class MetisObjective { kCut, kVol };
@@ -32,7 +35,7 @@ enum class MetisPtype { kAuto, kKway, kRb, kBest };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as PARTS/meta.json and messages record it.
-// metis | fennel | random | contiguous | kaminpar | lp-metis
+// metis | fennel | random | contiguous | kaminpar | lp-metis | ptscotch
 PartitionMethod parse_partition_method(std::string_view s);
 MetisObjective parse_metis_objective(std::string_view s);  // cut | vol
 MetisPtype parse_metis_ptype(std::string_view s);          // auto | kway | rb | best
@@ -86,6 +89,8 @@ std::vector<PartId> read_assignment(const std::filesystem::path& file, std::int6
 // OpenMP thread count and the part weights; ParamError when the interpreter or the package is
 // missing (saying how to install it), SystemError when KaMinPar fails.
 std::vector<PartId> partition_kaminpar(const GraphDataset& d, const PartitionOptions& options);
+// True when halo was built with PT-Scotch (HALO_PTSCOTCH; --method ptscotch).
+bool ptscotch_available();
 // The Python that runs KaMinPar: $HALO_PYTHON, else python3 from PATH.
 std::string kaminpar_python();
 std::vector<PartId> partition_contiguous(std::int64_t n, const PartitionOptions& options);

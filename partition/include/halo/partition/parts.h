@@ -59,6 +59,26 @@ struct Part {
   HaloPlanView halo_plan() const;
 };
 
+inline constexpr const char* kPartsFormat = "halo-parts";  // PARTS/meta.json "format"
+
+// The three steps of write_parts, for writers that share the parts among processes (ptscotch:
+// MPI rank r writes parts r, r + P, ...). Together they write the same files write_parts does.
+// owner.bin (and original_ids.bin) into the root; returns the partition's fingerprint, which
+// every part records.
+std::string write_parts_owner(ArrayDir& root, const GraphDataset& d,
+                              const std::vector<PartId>& owner);
+// part-R of plan.rank under root: its plan, local CSR, degrees, features, labels and splits.
+// local_of maps the plan's global ids to local rows (build_halo_plan). Reads only the rows of
+// d that the part owns (and the offsets of its halo rows). Returns the part's fingerprint.
+std::string write_part(const std::filesystem::path& root, const GraphDataset& d,
+                       const std::vector<PartId>& owner, const HaloPlan& plan,
+                       const std::vector<NodeId>& local_of, const std::string& partition_fp);
+// PARTS/meta.json (quality, options, dataset, part fingerprints, then extra); returns it.
+nlohmann::json write_parts_meta(ArrayDir& root, const GraphDataset& d,
+                                const PartitionOptions& options, const Quality& quality,
+                                const std::vector<std::string>& part_fps,
+                                const nlohmann::json& extra);
+
 // Writes PARTS atomically from a dataset and its owner array, one part (build_halo_plan) at a
 // time; returns the root meta.json.
 // extra is merged into the root meta (e.g. timing).
@@ -73,6 +93,19 @@ nlohmann::json write_parts(const GraphDataset& d, const std::vector<PartId>& own
 nlohmann::json partition_dataset(const std::filesystem::path& dataset,
                                  const std::filesystem::path& out, const PartitionOptions& options,
                                  bool overwrite, const std::filesystem::path& assignment_out = {});
+
+// partition_dataset for --method ptscotch, run by every rank of an MPI job (or one process,
+// which then initialises MPI alone): rank r maps the dataset, validates and hands PT-Scotch only
+// its slice of rows, the ranks gather the assignment, measure it from their slices, and write
+// parts r, r + P, ... into one staging folder that rank 0 commits. PARTS and the dataset must
+// be on a file system every rank sees. Rank 0 returns the root meta.json, the others null. An
+// error on any rank leaves no output and reaches the caller of the lowest failing rank; the
+// other ranks wait for the job to be aborted (halo's main does so on any error). ParamError
+// when halo was built without PT-Scotch.
+nlohmann::json partition_dataset_ptscotch(const std::filesystem::path& dataset,
+                                          const std::filesystem::path& out,
+                                          const PartitionOptions& options, bool overwrite,
+                                          const std::filesystem::path& assignment_out);
 
 // PARTS/meta.json, with every field the readers, `halo info` and the trainer use type- and
 // range-checked, and its fingerprint consistent with its arrays and dataset.

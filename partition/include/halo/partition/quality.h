@@ -35,6 +35,11 @@ struct Quality {
 // targets (size k) are reported next to the achieved shares.
 Quality measure_partition(const CsrView& g, bool directed, const std::vector<PartId>& owner, int k,
                           const Split* split, const std::vector<double>& targets);
+// The figures measure_partition derives from the per-part counts: train/valid/test counts of
+// split (may be null), balances, shares and targets. q.k, q.parts' nodes and local_edges must be
+// set; a caller that sums the counts elsewhere (one slice of rows per MPI rank) finishes here.
+void finish_quality(Quality& q, const std::vector<PartId>& owner, const Split* split,
+                    const std::vector<double>& targets);
 
 nlohmann::json quality_json(const Quality& q);
 // The report `halo partition` prints: one line per part and the totals.
