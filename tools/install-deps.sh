@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libmetis-dev metis            # partitioner (library + gpmetis for cross-checks)
+  libptscotch-dev               # --method ptscotch (PT-Scotch, its int64 build, over MPI)
   libopenmpi-dev openmpi-bin    # MPI runtime
   libboost-graph-dev            # components, RCM ordering
   libgtest-dev                  # tests
