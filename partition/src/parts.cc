@@ -159,9 +159,11 @@ json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality&
   return meta;
 }
 
-// Bytes the parts take, for the free-space check: every stored edge and feature row once, the
-// node-sized arrays (offsets, labels, splits, owner, local ids) and the send and receive lists,
-// two entries per cut entry, counted as one per stored entry (a cut of half the edges).
+}  // namespace
+
+// Every stored edge and feature row once, the node-sized arrays (offsets, labels, splits, owner,
+// local ids) and the send and receive lists, two entries per cut entry, counted as one per stored
+// entry (a cut of half the edges).
 std::uint64_t parts_bytes(const GraphDataset& d, int k) {
   const auto n = std::uint64_t(d.num_nodes()), m = std::uint64_t(d.graph.num_edges());
   const std::uint64_t per_edge = sizeof(NodeId) * (d.graph.values.empty() ? 2 : 3);
@@ -169,8 +171,6 @@ std::uint64_t parts_bytes(const GraphDataset& d, int k) {
          n * (sizeof(EdgeId) + 4 * sizeof(std::int32_t) + std::uint64_t(d.label_cols) * 4) +
          std::uint64_t(k) * (1 << 20);
 }
-
-}  // namespace
 
 std::string write_parts_owner(ArrayDir& root, const GraphDataset& d,
                               const std::vector<PartId>& owner) {

@@ -416,17 +416,12 @@ std::vector<std::uint64_t> gather_peaks(const Job& job) {
   return peaks;
 }
 
-}  // namespace
-
-json partition_dataset_ptscotch(const fs::path& dataset, const fs::path& out,
-                                const PartitionOptions& o, bool overwrite,
-                                const fs::path& assignment_out) {
-  Stopwatch total;
-  ensure_mpi();
-  Job job;
-  MPI_Comm_rank(job.comm, &job.rank);
-  MPI_Comm_size(job.comm, &job.size);
-  GraphDataset d;
+// Every rank maps the dataset, checks the options against it and validates its slice of rows;
+// rank 0 first checks the outputs and the free space, as partition_dataset does before the
+// (possibly long) partitioning. Returns every rank's row bounds.
+std::vector<std::int64_t> open_dataset(const Job& job, GraphDataset& d, const fs::path& dataset,
+                                       const fs::path& out, const PartitionOptions& o,
+                                       bool overwrite, const fs::path& assignment_out) {
   std::vector<std::int64_t> bounds;
   agreed(job, [&] {
     if (job.rank == 0) {  // fail before the partitioning, as partition_dataset does
@@ -441,10 +436,28 @@ json partition_dataset_ptscotch(const fs::path& dataset, const fs::path& out,
                        " stored edges, more than this halo's PT-Scotch indexes (" +
                        std::to_string(SCOTCH_NUMMAX) + "); configure with -DHALO_PTSCOTCH_INT=64");
     o.check(d.num_nodes());
+    if (job.rank == 0)
+      check_free_space(out, parts_bytes(d, o.k), std::to_string(o.k) + " parts of this dataset");
     bounds = slice_bounds(d.graph.view(), std::int64_t(d.graph.indices.size()), job.size);
     validate_slice(d, dataset, bounds[std::size_t(job.rank)], bounds[std::size_t(job.rank) + 1],
                    job.rank == 0);
   });
+  return bounds;
+}
+
+}  // namespace
+
+json partition_dataset_ptscotch(const fs::path& dataset, const fs::path& out,
+                                const PartitionOptions& o, bool overwrite,
+                                const fs::path& assignment_out) {
+  Stopwatch total;
+  ensure_mpi();
+  Job job;
+  MPI_Comm_rank(job.comm, &job.rank);
+  MPI_Comm_size(job.comm, &job.size);
+  GraphDataset d;
+  const std::vector<std::int64_t> bounds =
+      open_dataset(job, d, dataset, out, o, overwrite, assignment_out);
   const std::int64_t b = bounds[std::size_t(job.rank)], e = bounds[std::size_t(job.rank) + 1];
   const double load_s = total.seconds();
   Stopwatch clock;

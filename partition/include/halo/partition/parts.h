@@ -79,6 +79,10 @@ nlohmann::json write_parts_meta(ArrayDir& root, const GraphDataset& d,
                                 const std::vector<std::string>& part_fps,
                                 const nlohmann::json& extra);
 
+// Bytes the K parts of d will take on disk (an upper estimate), for the free-space check made
+// before partitioning.
+std::uint64_t parts_bytes(const GraphDataset& d, int k);
+
 // Writes PARTS atomically from a dataset and its owner array, one part (build_halo_plan) at a
 // time; returns the root meta.json.
 // extra is merged into the root meta (e.g. timing).
