@@ -172,6 +172,7 @@ void validate_slice(const GraphDataset& d, const fs::path& dir, std::int64_t b, 
   for (std::size_t i = std::size_t(b) * f; i < std::size_t(e) * f; ++i)
     if (!std::isfinite(d.features[i]))
       throw_input(dir / "features.bin", 0, entry(std::int64_t(i)) + ": not a finite number");
+  d.features.release(std::size_t(b) * f, std::size_t(e) * f);  // not read again until writing
   if (!first) return;
   check_labels(dir / "labels.bin", d.labels, d.label_kind, d.label_cols, d.num_classes);
   check_splits(dir, d.splits, n);
@@ -218,14 +219,17 @@ void build_arch(Scotch& s, const PartitionOptions& o) {
 // Rows [b, e) of the dataset as this rank's part of a distributed graph, mapped into K parts by
 // a deterministic PT-Scotch (fixed seed, deterministic context). Collective; returns the part of
 // each row.
-std::vector<PartId> map_slice(const Job& job, const CsrView& g, std::int64_t b, std::int64_t e,
+std::vector<PartId> map_slice(const Job& job, const GraphDataset& d, std::int64_t b, std::int64_t e,
                               const PartitionOptions& o) {
   const std::int64_t rows = e - b;
   std::vector<SCOTCH_Num> vert(std::size_t(rows) + 1), edges, parts(std::size_t(rows) + 1);
+  const CsrView g = d.graph.view();
   const EdgeId base = g.offsets[b];
   for (std::int64_t i = 0; i <= rows; ++i)
     vert[std::size_t(i)] = SCOTCH_Num(g.offsets[b + i] - base);
   edges.assign(g.indices + base, g.indices + g.offsets[e]);  // widened to SCOTCH_Num
+  // PT-Scotch holds the copies: the mapped rows need not stay resident at its peak.
+  d.graph.indices.release(std::size_t(base), std::size_t(g.offsets[e]));
   const auto arcs = SCOTCH_Num(edges.size());
   Scotch s;
   agreed(job, [&] {
@@ -461,8 +465,7 @@ json partition_dataset_ptscotch(const fs::path& dataset, const fs::path& out,
   const std::int64_t b = bounds[std::size_t(job.rank)], e = bounds[std::size_t(job.rank) + 1];
   const double load_s = total.seconds();
   Stopwatch clock;
-  const std::vector<PartId> owner =
-      gather_owner(job, map_slice(job, d.graph.view(), b, e, o), bounds);
+  const std::vector<PartId> owner = gather_owner(job, map_slice(job, d, b, e, o), bounds);
   agreed(job, [&] { check_parts_nonempty(owner, o); });
   const double partition_s = clock.seconds();
   const std::vector<std::uint64_t> partition_peaks = gather_peaks(job);  // before the writing
