@@ -5,7 +5,8 @@
 # included, so a step that needed more would be killed, not just reported: generate and writing
 # parts 16 GiB, `info` 8 GiB, Fennel 8 GiB. Per step: wall time, peak RSS (VmHWM: it counts the
 # pages of the memory-mapped dataset the step touched, which the kernel may drop at will), peak
-# anonymous memory (sampled every second from the cgroup) and whether the cgroup hit its limit.
+# anonymous memory (sampled every second from the cgroup) and the cgroup's OOM kills (0: the
+# step fitted; reaching the limit by page cache only makes the kernel reclaim it).
 #
 #   tools/bench/massive.sh SCALE [WORKDIR] [K] [METHODS]
 #     SCALE    1/64 | 1/16 | 1/4 | 1 (fraction of ogbn-papers100M's nodes and edges)
@@ -27,7 +28,7 @@ cg_root=/sys/fs/cgroup/memory
 [[ -w $cg_root ]] || { echo "massive.sh: needs root and cgroup v1 memory at $cg_root" >&2; exit 2; }
 
 # step NAME LIMIT_GIB CMD...: runs CMD in a fresh memory cgroup of LIMIT_GIB; NAME.time (GNU time)
-# NAME.out (output), NAME.anon (peak anonymous bytes), NAME.hit (times the limit was reached).
+# NAME.out (output), NAME.anon (peak anonymous bytes), NAME.oom (the cgroup's OOM kills).
 step() {
   local name=$1 limit=$2
   shift 2
@@ -46,7 +47,7 @@ step() {
   done
   wait "$pid" || rc=$?
   echo "$peak" > "$work/$name.anon"
-  cat "$cg/memory.failcnt" > "$work/$name.hit"
+  awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control" > "$work/$name.oom"
   rmdir "$cg"
   if ((rc != 0)); then
     echo "massive.sh: step $name failed (exit $rc):" >&2
@@ -59,7 +60,7 @@ gib() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 2^30}'; }
 rss() { gib "$(awk -F': ' '/Maximum resident/ {print $2 * 1024}' "$work/$1.time")"; }
 row() {  # row NAME LIMIT WHAT
   printf "%-28s %9.1f %9s %9s %7s %9s\n" "$3" "$(wall "$1")" "$(rss "$1")" \
-    "$(gib "$(cat "$work/$1.anon")")" "$2" "$(cat "$work/$1.hit")"
+    "$(gib "$(cat "$work/$1.anon")")" "$2" "$(cat "$work/$1.oom")"
 }
 
 echo "scale $scale of ogbn-papers100M: $nodes nodes, $edges undirected edges, K = $k"
@@ -82,7 +83,7 @@ print(s['load'], s['partition'], $(wall "partition-$tag-$m") - s['load'] - s['pa
 done
 dsbytes=$(du -sb "$ds" | cut -f1)
 
-printf "\n%-28s %9s %9s %9s %7s %9s\n" "step" "wall s" "RSS GiB" "anon GiB" "limit" "at limit"
+printf "\n%-28s %9s %9s %9s %7s %9s\n" "step" "wall s" "RSS GiB" "anon GiB" "limit" "OOM kills"
 row "generate-$tag" 16 "generate"
 row "info-$tag" 8 "info"
 for r in "${results[@]}"; do
