@@ -280,13 +280,19 @@ void check_free_space(const fs::path& out, std::uint64_t bytes, const std::strin
   if (::statvfs(dir.c_str(), &st) != 0) return;  // unknown: the write itself will tell
   const std::uint64_t avail = std::uint64_t(st.f_bavail) * std::uint64_t(st.f_frsize);
   if (avail >= bytes) return;
-  auto gib = [](std::uint64_t b) {
+  auto size = [](std::uint64_t b) {
+    const char* unit[] = {"KiB", "MiB", "GiB", "TiB"};
+    double x = double(b) / 1024;
+    int i = 0;
+    for (; x >= 1024 && i < 3; ++i) x /= 1024;
     char s[32];
-    std::snprintf(s, sizeof s, "%.1f GiB", double(b) / double(1ull << 30));
+    std::snprintf(s, sizeof s, "%.1f %s", x, unit[i]);
     return std::string(s);
   };
-  throw ParamError(out.string() + ": " + what + " needs up to " + gib(bytes) + " of disk, but " +
-                   dir.string() + " has " + gib(avail) + " free");
+  // Worded as the write itself would fail (errno's text), a short disk reads the same early
+  // as late; the figures say by how much.
+  throw SystemError(out.string() + ": No space left on device: up to " + size(bytes) + " for " +
+                    what + ", " + dir.string() + " has " + size(avail) + " free");
 }
 
 void check_output_folder(const fs::path& dir, const std::vector<fs::path>& inputs) {

@@ -227,14 +227,16 @@ TEST_F(BadOutput, TgnCheckpointOnFullFileSystemFails) {
   EXPECT_TRUE(listing(t / "fs").empty());
 }
 
-// Parts (15 MiB of features) onto 64 KiB: partition fails and leaves no staging folder.
+// Parts (15 MiB of features) onto 64 KiB: partition fails before partitioning, naming what the
+// parts need and what is free, and leaves no staging folder.
 TEST_F(BadOutput, PartitionOnFullFileSystemFails) {
   TempDir t;
   TinyFs tiny(t / "fs");
   if (!tiny.mounted()) GTEST_SKIP() << tiny.why();
   const fs::path parts = t / "fs" / "P";
   expect_error(halo("partition " + cora().string() + " -k 2 -o " + parts.string()), 1,
-               {(parts / "part-0").string(), "No space left on device"});
+               {parts.string() + ": No space left on device: up to",
+                "MiB for 2 parts of this dataset, " + (t / "fs").string() + " has", "KiB free"});
   EXPECT_TRUE(listing(t / "fs").empty());
 }
 

@@ -57,9 +57,9 @@ std::filesystem::path resolve_dir_output(const std::filesystem::path& out,
                                          const std::string& format, bool overwrite,
                                          const std::vector<std::filesystem::path>& inputs = {});
 
-// Throws ParamError when the file system that will hold `out` (its nearest existing folder) has
-// less than `bytes` free, naming both figures and `what` needs them: checked before a long write,
-// so a short disk fails in a second, not after an hour and a half-written folder.
+// Throws SystemError ("OUT: No space left on device: ...") when the file system that will hold
+// `out` (its nearest existing folder) has less than `bytes` free, naming both figures and what
+// needs them: checked before a long write, so a short disk fails in a second, not after an hour.
 void check_free_space(const std::filesystem::path& out, std::uint64_t bytes,
                       const std::string& what);
 
