@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make sanitize`: builds halo and its single-process tests with AddressSanitizer (leaks
 # included) and UndefinedBehaviorSanitizer (gcc, every report fatal) in build-asan/, and runs
-# them. Left out, by name: the multi-rank suites (distributed_tests, cluster_tests, kill_rank_*:
+# them. Left out, by name: the multi-rank suites (distributed_tests, cluster_tests, kill_rank_*,
+# the PT-Scotch runs under mpirun:
 # Open MPI's own allocations would drown the reports, and they run unsanitized in `make test`),
 # the memory-model checks that compare measured resident memory (ASan's shadow memory changes
 # it) and plot_log (Python). Leak reports of third-party libraries are suppressed by name in
@@ -21,4 +22,4 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
 cd "$build"
 ctest --output-on-failure -j "${JOBS:-2}" ${1:+-R "$1"} \
-  -E '^(Distributed|DistributedGpu|Cluster|HaloExchange\.SelfPlan.*Gpu|kill_rank_.*|plot_log)|_NOT_BUILT$|MeasuredPeak|Measured'
+  -E '^(Distributed|DistributedGpu|Cluster|HaloExchange\.SelfPlan.*Gpu|kill_rank_.*|plot_log|Ranks/PtScotch|PtScotchRun)|_NOT_BUILT$|MeasuredPeak|Measured'

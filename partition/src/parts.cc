@@ -169,7 +169,7 @@ std::uint64_t parts_bytes(const GraphDataset& d, int k) {
   const std::uint64_t per_edge = sizeof(NodeId) * (d.graph.values.empty() ? 2 : 3);
   return m * per_edge + n * std::uint64_t(d.num_features) * sizeof(float) +
          n * (sizeof(EdgeId) + 4 * sizeof(std::int32_t) + std::uint64_t(d.label_cols) * 4) +
-         std::uint64_t(k) * (1 << 20);
+         std::uint64_t(k) * (64 << 10);  // a part's meta and headers
 }
 
 std::string write_parts_owner(ArrayDir& root, const GraphDataset& d,
@@ -234,6 +234,7 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   inputs.push_back(out);
   if (!assignment_out.empty()) resolve_file_output(assignment_out, inputs);
   const GraphDataset d = read_graph_dataset(dataset);  // validated: every id below is in range
+  o.check(d.num_nodes());  // a bad -k is a bad parameter, not a short disk
   check_free_space(out, parts_bytes(d, o.k), std::to_string(o.k) + " parts of this dataset");
   const double load_s = total.seconds();
   Stopwatch clock;
