@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libmetis-dev metis            # partitioner (library + gpmetis for cross-checks)
-  libptscotch-dev               # --method ptscotch (PT-Scotch, its int64 build, over MPI)
+  libptscotch-dev               # --method ptscotch (PT-Scotch over MPI; int32 and int64 builds)
   libopenmpi-dev openmpi-bin    # MPI runtime
   libboost-graph-dev            # components, RCM ordering
   libgtest-dev                  # tests

@@ -17,6 +17,40 @@ namespace halo {
 
 namespace {
 
+// Size-constrained label propagation, in id order: a node moves to the label most of its
+// neighbours hold (strictly more than its own) when that label's size stays <= limit; until a
+// pass moves none or after `passes`. Both the clustering and the refinement are this sweep.
+template <class Label, class Size>
+void lp_sweeps(const CsrView& g, std::vector<Label>& label, std::vector<Size>& size, double limit,
+               int passes) {
+  std::vector<Size> count(size.size(), 0);  // neighbours per label: a size bounds it
+  std::vector<Label> touched;
+  for (int pass = 0; pass < passes; ++pass) {
+    std::int64_t moved = 0;
+    for (std::int64_t v = 0; v < g.num_nodes; ++v) {
+      touched.clear();
+      for (EdgeId e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
+        const Label c = label[std::size_t(g.indices[e])];
+        if (count[std::size_t(c)]++ == 0) touched.push_back(c);
+      }
+      const Label own = label[std::size_t(v)];
+      Label best = own;
+      for (Label c : touched)
+        if (count[std::size_t(c)] > count[std::size_t(best)] &&
+            double(size[std::size_t(c)]) + 1 <= limit)
+          best = c;
+      for (Label c : touched) count[std::size_t(c)] = 0;
+      if (best != own) {
+        --size[std::size_t(own)];
+        ++size[std::size_t(best)];
+        label[std::size_t(v)] = best;
+        ++moved;
+      }
+    }
+    if (moved == 0) break;
+  }
+}
+
 // Step 1: each node joins the neighbouring cluster it has most edges to, if that cluster stays
 // under max_w nodes (a fraction of a part, so METIS keeps room to balance). Cluster ids 0..C-1.
 std::vector<NodeId> cluster_lp(const CsrView& g, std::int64_t max_w, int passes,
@@ -25,36 +59,8 @@ std::vector<NodeId> cluster_lp(const CsrView& g, std::int64_t max_w, int passes,
   std::vector<NodeId> cluster(static_cast<std::size_t>(n));
   std::vector<std::int32_t> weight(static_cast<std::size_t>(n), 1);
   for (std::int64_t v = 0; v < n; ++v) cluster[std::size_t(v)] = NodeId(v);
-  std::vector<std::int32_t> count(static_cast<std::size_t>(n), 0);
-  std::vector<NodeId> touched;
-  for (int pass = 0; pass < passes; ++pass) {
-    std::int64_t moved = 0;
-    for (std::int64_t v = 0; v < n; ++v) {
-      touched.clear();
-      for (EdgeId e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
-        const NodeId c = cluster[std::size_t(g.indices[e])];
-        if (count[std::size_t(c)]++ == 0) touched.push_back(c);
-      }
-      const NodeId own = cluster[std::size_t(v)];
-      NodeId best = own;
-      std::int32_t best_count = count[std::size_t(own)];
-      for (NodeId c : touched)
-        if (count[std::size_t(c)] > best_count && weight[std::size_t(c)] + 1 <= max_w) {
-          best = c;
-          best_count = count[std::size_t(c)];
-        }
-      for (NodeId c : touched) count[std::size_t(c)] = 0;
-      if (best != own) {
-        --weight[std::size_t(own)];
-        ++weight[std::size_t(best)];
-        cluster[std::size_t(v)] = best;
-        ++moved;
-      }
-    }
-    if (moved == 0) break;
-  }
-  std::vector<NodeId>& id = count;  // reused: cluster -> dense id
-  std::fill(id.begin(), id.end(), -1);
+  lp_sweeps(g, cluster, weight, double(max_w), passes);
+  std::vector<NodeId> id(static_cast<std::size_t>(n), -1);  // cluster -> dense id
   NodeId c_count = 0;
   for (std::int64_t v = 0; v < n; ++v) {
     NodeId& c = id[std::size_t(cluster[std::size_t(v)])];
@@ -118,32 +124,7 @@ Coarse contract(const CsrView& g, const std::vector<NodeId>& cluster, NodeId c_c
 // cap, in id order, until a pass moves none (or 8 passes).
 void refine_lp(const CsrView& g, double cap, std::vector<PartId>& owner,
                std::vector<std::int64_t>& size) {
-  std::vector<std::int64_t> count(size.size(), 0);
-  std::vector<PartId> touched;
-  for (int pass = 0; pass < 8; ++pass) {
-    std::int64_t moved = 0;
-    for (std::int64_t v = 0; v < g.num_nodes; ++v) {
-      touched.clear();
-      for (EdgeId e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
-        const PartId p = owner[std::size_t(g.indices[e])];
-        if (count[std::size_t(p)]++ == 0) touched.push_back(p);
-      }
-      const PartId own = owner[std::size_t(v)];
-      PartId best = own;
-      for (PartId p : touched)
-        if (count[std::size_t(p)] > count[std::size_t(best)] &&
-            double(size[std::size_t(p)]) + 1 <= cap)
-          best = p;
-      for (PartId p : touched) count[std::size_t(p)] = 0;
-      if (best != own) {
-        --size[std::size_t(own)];
-        ++size[std::size_t(best)];
-        owner[std::size_t(v)] = best;
-        ++moved;
-      }
-    }
-    if (moved == 0) break;
-  }
+  lp_sweeps(g, owner, size, cap, 8);
 }
 
 }  // namespace
