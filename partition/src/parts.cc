@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <type_traits>
 
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
@@ -86,6 +88,44 @@ json write_splits(ArrayDir& part, const GraphDataset& d, const std::vector<PartI
 
 }  // namespace
 
+namespace {
+
+// The files of part plan.rank under root, in the order every writer records them: the plan,
+// the local CSR, the degrees, then whatever owned_rows writes (features, labels, splits; it
+// returns the split counts). Returns the part's fingerprint.
+std::string write_part_files(const fs::path& root, const GraphDataset& d, const HaloPlan& plan,
+                             const Csr& local, const std::vector<std::int32_t>& degree,
+                             const std::string& partition_fp,
+                             const std::function<json(ArrayDir&)>& owned_rows) {
+  const bool weighted = !d.graph.values.empty();
+  ArrayDir part(part_dir(root, plan.rank));
+  part.put("global_ids", plan.global_ids);
+  part.put("offsets", local.offsets);
+  part.put("indices", local.indices);
+  if (weighted) part.put("edge_weights", local.values);
+  part.put("degree", degree);
+  part.put("send_offsets", plan.send_offsets);
+  part.put("send", plan.send);
+  part.put("recv_offsets", plan.recv_offsets);
+  const json splits = owned_rows(part);
+  json meta = {{"rank", plan.rank},
+               {"k", plan.k},
+               {"global_nodes", d.graph.num_nodes},
+               {"owned", plan.num_owned},
+               {"inner", plan.num_inner},
+               {"halo", plan.num_halo()},
+               {"local_edges", local.num_edges()},
+               {"edge_weights", weighted},
+               {"features", d.num_features},
+               {"labels", labels_meta(d)},
+               {"splits", splits},
+               {"partition", partition_fp},
+               {"dataset_fingerprint", d.fingerprint}};
+  return part.write_meta(std::move(meta), kPartFormat, kVersion);
+}
+
+}  // namespace
+
 std::string write_part(const fs::path& root, const GraphDataset& d,
                        const std::vector<PartId>& owner, const HaloPlan& plan,
                        const std::vector<NodeId>& local_of, const std::string& partition_fp) {
@@ -95,39 +135,75 @@ std::string write_part(const fs::path& root, const GraphDataset& d,
   std::vector<std::int32_t> degree(plan.global_ids.size());
   for (std::size_t i = 0; i < degree.size(); ++i)
     degree[i] = std::int32_t(g.degree(plan.global_ids[i]));
+  return write_part_files(root, d, plan, local, degree, partition_fp, [&](ArrayDir& part) {
+    if (d.num_features > 0) write_features(part, d, own);
+    if (d.label_cols > 0) {
+      const std::size_t c = std::size_t(d.label_cols);
+      std::vector<std::int32_t> lab(own.size() * c);
+      for (std::size_t i = 0; i < own.size(); ++i)
+        std::copy_n(d.labels.data() + std::size_t(own[i]) * c, c, lab.data() + i * c);
+      part.put("labels", lab, c);
+    }
+    return write_splits(part, d, owner, plan.rank, local_of);
+  });
+}
 
-  ArrayDir part(part_dir(root, plan.rank));
-  part.put("global_ids", plan.global_ids);
-  part.put("offsets", local.offsets);
-  part.put("indices", local.indices);
-  if (g.values) part.put("edge_weights", local.values);
-  part.put("degree", degree);
-  part.put("send_offsets", plan.send_offsets);
-  part.put("send", plan.send);
-  part.put("recv_offsets", plan.recv_offsets);
-  if (d.num_features > 0) write_features(part, d, own);
-  if (d.label_cols > 0) {
-    const std::size_t c = std::size_t(d.label_cols);
-    std::vector<std::int32_t> lab(own.size() * c);
-    for (std::size_t i = 0; i < own.size(); ++i)
-      std::copy_n(d.labels.data() + std::size_t(own[i]) * c, c, lab.data() + i * c);
-    part.put("labels", lab, c);
-  }
-  const json splits = write_splits(part, d, owner, plan.rank, local_of);
-  json meta = {{"rank", plan.rank},
-               {"k", plan.k},
-               {"global_nodes", g.num_nodes},
-               {"owned", plan.num_owned},
-               {"inner", plan.num_inner},
-               {"halo", plan.num_halo()},
-               {"local_edges", local.num_edges()},
-               {"edge_weights", g.values != nullptr},
-               {"features", d.num_features},
-               {"labels", labels_meta(d)},
-               {"splits", splits},
-               {"partition", partition_fp},
-               {"dataset_fingerprint", d.fingerprint}};
-  return part.write_meta(std::move(meta), kPartFormat, kVersion);
+CsrView PartRows::view() const {
+  return {std::int64_t(ids.size()), offsets.data(), indices.data(),
+          values.empty() ? nullptr : values.data()};
+}
+
+std::string write_part(const fs::path& root, const GraphDataset& d, const PartRows& rows,
+                       const HaloPlan& plan, const std::vector<NodeId>& local_of,
+                       const std::string& partition_fp) {
+  const std::span<const NodeId> own = plan.owned_ids();
+  if (rows.ids.size() != own.size() || rows.halo_ids.size() != std::size_t(plan.num_halo()))
+    throw SystemError("write_part: the gathered rows of part " + std::to_string(plan.rank) +
+                      " do not match its plan (" + std::to_string(rows.ids.size()) + " rows, " +
+                      std::to_string(rows.halo_ids.size()) + " halo degrees for " +
+                      std::to_string(own.size()) + " and " + std::to_string(plan.num_halo()) + ")");
+  auto position = [](const std::vector<NodeId>& sorted, NodeId v, const char* what) {
+    const auto it = std::lower_bound(sorted.begin(), sorted.end(), v);
+    if (it == sorted.end() || *it != v)
+      throw SystemError(std::string("write_part: node ") + std::to_string(v) +
+                        " of the plan has no gathered " + what);
+    return NodeId(it - sorted.begin());
+  };
+  std::vector<NodeId> at(own.size());  // at[i]: the gathered row of local row i
+  for (std::size_t i = 0; i < own.size(); ++i) at[i] = position(rows.ids, own[i], "row");
+  const CsrView g = rows.view();
+  const Csr local = relabel_rows(g, at, local_of.data());  // columns are global ids
+  std::vector<std::int32_t> degree(plan.global_ids.size());
+  for (std::size_t i = 0; i < own.size(); ++i) degree[i] = std::int32_t(g.degree(at[i]));
+  for (std::size_t i = own.size(); i < degree.size(); ++i)
+    degree[i] =
+        rows.halo_degree[std::size_t(position(rows.halo_ids, plan.global_ids[i], "degree"))];
+  return write_part_files(root, d, plan, local, degree, partition_fp, [&](ArrayDir& part) {
+    // Owned rows in local order, from the gathered rows in id order.
+    auto put_rows = [&](const char* name, const auto& from, std::size_t c) {
+      std::vector<typename std::decay_t<decltype(from)>::value_type> to(own.size() * c);
+      for (std::size_t i = 0; i < own.size(); ++i)
+        std::copy_n(from.data() + std::size_t(at[i]) * c, c, to.data() + i * c);
+      part.put(name, to, c);
+    };
+    if (d.num_features > 0) put_rows("features", rows.features, std::size_t(d.num_features));
+    if (d.label_cols > 0) put_rows("labels", rows.labels, std::size_t(d.label_cols));
+    json splits = json::object();
+    const std::size_t ns = d.splits.size();
+    for (std::size_t s = 0; s < ns; ++s) {
+      json counts = json::object();
+      for (const auto& [name, bit] :
+           {std::pair<const char*, int>{"train", 1}, {"valid", 2}, {"test", 4}}) {
+        std::vector<NodeId> mine;  // local ids, ascending as i is
+        for (std::size_t i = 0; i < own.size(); ++i)
+          if (rows.splits[std::size_t(at[i]) * ns + s] & bit) mine.push_back(NodeId(i));
+        counts[name] = mine.size();
+        part.put("split." + d.splits[s].name + "." + name, mine);
+      }
+      splits[d.splits[s].name] = counts;
+    }
+    return splits;
+  });
 }
 
 namespace {

@@ -73,6 +73,28 @@ std::string write_parts_owner(ArrayDir& root, const GraphDataset& d,
 std::string write_part(const std::filesystem::path& root, const GraphDataset& d,
                        const std::vector<PartId>& owner, const HaloPlan& plan,
                        const std::vector<NodeId>& local_of, const std::string& partition_fp);
+// One part's rows of a dataset, gathered by the process that writes the part when no process
+// reads the whole dataset (ptscotch: each rank reads a slice of rows and sends every part's
+// rows to the rank writing it). Rows are in increasing global id.
+struct PartRows {
+  std::vector<NodeId> ids;                // the part's nodes, ascending
+  std::vector<EdgeId> offsets;            // [ids + 1]: their rows in indices
+  std::vector<NodeId> indices;            // global columns, each row sorted
+  std::vector<float> values;              // edge weights, or empty
+  std::vector<float> features;            // ids x num_features
+  std::vector<std::int32_t> labels;       // ids x label_cols
+  std::vector<std::uint8_t> splits;       // ids x the dataset's splits: 1 train, 2 valid, 4 test
+  std::vector<NodeId> halo_ids;           // ascending: the nodes of other parts the rows reference
+  std::vector<std::int32_t> halo_degree;  // their global degrees
+
+  // The rows as a graph of ids.size() nodes whose columns are global ids (not its own nodes).
+  CsrView view() const;
+};
+// write_part from gathered rows: the same files as from the dataset; d gives only what
+// describes the dataset (sizes, label kind, split names, fingerprint), none of its rows.
+std::string write_part(const std::filesystem::path& root, const GraphDataset& d,
+                       const PartRows& rows, const HaloPlan& plan,
+                       const std::vector<NodeId>& local_of, const std::string& partition_fp);
 // PARTS/meta.json (quality, options, dataset, part fingerprints, then extra); returns it.
 nlohmann::json write_parts_meta(ArrayDir& root, const GraphDataset& d,
                                 const PartitionOptions& options, const Quality& quality,
@@ -100,8 +122,10 @@ nlohmann::json partition_dataset(const std::filesystem::path& dataset,
 
 // partition_dataset for --method ptscotch, run by every rank of an MPI job (or one process,
 // which then initialises MPI alone): rank r maps the dataset, validates and hands PT-Scotch only
-// its slice of rows, the ranks gather the assignment, measure it from their slices, and write
-// parts r, r + P, ... into one staging folder that rank 0 commits. PARTS and the dataset must
+// its slice of rows, the ranks gather the assignment, measure it from their slices, send each
+// part's rows to the rank writing it (rank r writes parts r, r + P, ...), and write the parts
+// into one staging folder that rank 0 commits. Each rank reads only its slice of the dataset
+// (plus the node-sized split lists), which must be at the same path on every rank; PARTS must
 // be on a file system every rank sees. Rank 0 returns the root meta.json, the others null. An
 // error on any rank leaves no output and reaches the caller of the lowest failing rank; the
 // other ranks wait for the job to be aborted (halo's main does so on any error). ParamError
