@@ -46,6 +46,8 @@ using json = nlohmann::json;
 
 bool ptscotch_available() { return false; }
 
+std::int64_t ptscotch_max_edges() { return 0; }
+
 json partition_dataset_ptscotch(const fs::path&, const fs::path&, const PartitionOptions&, bool,
                                 const fs::path&) {
   throw ParamError(
@@ -58,6 +60,8 @@ json partition_dataset_ptscotch(const fs::path&, const fs::path&, const Partitio
 static_assert(sizeof(SCOTCH_Num) >= sizeof(NodeId), "SCOTCH_Num must hold a NodeId");
 
 bool ptscotch_available() { return true; }
+
+std::int64_t ptscotch_max_edges() { return std::int64_t(SCOTCH_NUMMAX); }
 
 namespace {
 
@@ -574,13 +578,17 @@ std::vector<std::int64_t> open_dataset(const Job& job, GraphDataset& d, const fs
       resolve_dir_output(out, kPartsFormat, overwrite, {dataset});
       if (!assignment_out.empty()) resolve_file_output(assignment_out, {dataset, out});
     }
+    // The stored edges as meta.json records them, checked before anything is mapped (mapping
+    // checks that indices.bin holds as many).
+    const auto stored = read_dataset_meta(dataset).at("edges").get<std::int64_t>();
+    if (stored > ptscotch_max_edges())
+      throw ParamError("--method ptscotch: " + std::to_string(stored) +
+                       " stored edges, more than this halo's PT-Scotch indexes (" +
+                       std::to_string(ptscotch_max_edges()) +
+                       "); configure with -DHALO_PTSCOTCH_INT=64");
     d = map_graph_dataset(dataset, ReadOptions{.verify_checksums = false});
     if (d.directed)
       throw ParamError("--method ptscotch needs an undirected graph (convert without --directed)");
-    if (d.graph.indices.size() > std::size_t(SCOTCH_NUMMAX))
-      throw ParamError("--method ptscotch: " + std::to_string(d.graph.indices.size()) +
-                       " stored edges, more than this halo's PT-Scotch indexes (" +
-                       std::to_string(SCOTCH_NUMMAX) + "); configure with -DHALO_PTSCOTCH_INT=64");
     o.check(d.num_nodes());
     if (job.rank == 0)
       check_free_space(out, parts_bytes(d, o.k), std::to_string(o.k) + " parts of this dataset");

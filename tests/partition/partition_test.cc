@@ -957,5 +957,29 @@ TEST(PtScotchRun, BadInputOneLineNoOutput) {
   fs::remove(dataset("bad-cora"));
 }
 
+// A graph of more stored edges than the int32 PT-Scotch indexes is refused from its meta.json,
+// before anything is mapped: exit 2 (a parameter: another build takes it), one line naming the
+// count and the build that lifts the limit, no output.
+TEST(PtScotchRun, MoreEdgesThanItIndexesIsRefusedFirst) {
+  if (!ptscotch_available()) GTEST_SKIP() << "built without PT-Scotch";
+  if (ptscotch_max_edges() > std::int64_t(INT32_MAX))
+    GTEST_SKIP() << "the int64 PT-Scotch indexes every graph halo holds";
+  TempDir t;
+  fs::copy(dataset("cora"), t / "big");  // says it stores 2^31 edges; its files are Cora's
+  json meta = json::parse(std::ifstream(t / "big" / "meta.json"));
+  meta["edges"] = ptscotch_max_edges() + 1;
+  std::ofstream(t / "big" / "meta.json") << meta.dump();
+  fs::create_symlink(t / "big", dataset("big-cora"));
+  const fs::path out = t / "out" / "parts";
+  const test::Run r = ptscotch("big-cora", 2, "-k 2 -o " + out.string(), t / "log.txt");
+  fs::remove(dataset("big-cora"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  const auto lines = error_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_NE(lines[0].find("2147483648 stored edges"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("HALO_PTSCOTCH_INT=64"), std::string::npos) << lines[0];
+  EXPECT_FALSE(fs::exists(t / "out") && !fs::is_empty(t / "out"));
+}
+
 }  // namespace
 }  // namespace halo

@@ -91,6 +91,10 @@ std::vector<PartId> read_assignment(const std::filesystem::path& file, std::int6
 std::vector<PartId> partition_kaminpar(const GraphDataset& d, const PartitionOptions& options);
 // True when halo was built with PT-Scotch (HALO_PTSCOTCH; --method ptscotch).
 bool ptscotch_available();
+// The most stored edges (CSR entries) this halo's PT-Scotch indexes: 2^31 - 1 for the int32
+// build, 2^63 - 1 for the int64 one (0 without PT-Scotch). Larger graphs are refused before
+// their arrays are mapped.
+std::int64_t ptscotch_max_edges();
 // The Python that runs KaMinPar: $HALO_PYTHON, else python3 from PATH.
 std::string kaminpar_python();
 std::vector<PartId> partition_contiguous(std::int64_t n, const PartitionOptions& options);
