@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -15,6 +16,7 @@
 namespace halo {
 namespace {
 using test::TempDir;
+namespace fs = std::filesystem;
 using Ids = std::vector<NodeId>;
 using Offsets = std::vector<EdgeId>;
 
@@ -200,6 +202,78 @@ TEST(HaloPlan, WritePartsWritesTheBuildersPlans) {
     EXPECT_EQ(v.send_offsets, p.send_offsets.data());
     EXPECT_EQ(v.send, p.send.data());
     EXPECT_EQ(v.recv_offsets, p.recv_offsets.data());
+  }
+}
+
+// What a ptscotch rank gathers for part r (PartRows), taken here straight from the dataset: the
+// part's rows in id order and the degrees of its halo.
+PartRows gather_rows(const GraphDataset& d, const std::vector<PartId>& owner,
+                     const HaloPlan& plan) {
+  const CsrView g = d.graph.view();
+  const auto f = std::size_t(d.num_features), c = std::size_t(d.label_cols);
+  PartRows r;
+  r.offsets.push_back(0);
+  for (NodeId v = 0; v < NodeId(g.num_nodes); ++v) {
+    if (owner[std::size_t(v)] != plan.rank) continue;
+    r.ids.push_back(v);
+    r.indices.insert(r.indices.end(), g.begin(v), g.end(v));
+    if (g.values)
+      r.values.insert(r.values.end(), g.values + g.offsets[v], g.values + g.offsets[v + 1]);
+    r.offsets.push_back(EdgeId(r.indices.size()));
+    r.features.insert(r.features.end(), d.features.data() + std::size_t(v) * f,
+                      d.features.data() + std::size_t(v + 1) * f);
+    r.labels.insert(r.labels.end(), d.labels.data() + std::size_t(v) * c,
+                    d.labels.data() + std::size_t(v + 1) * c);
+    for (const Split& s : d.splits) {
+      auto in = [v](const Array<NodeId>& ids) {
+        return std::find(ids.begin(), ids.end(), v) != ids.end();
+      };
+      r.splits.push_back(
+          std::uint8_t((in(s.train) ? 1 : 0) | (in(s.valid) ? 2 : 0) | (in(s.test) ? 4 : 0)));
+    }
+  }
+  r.halo_ids.assign(plan.global_ids.begin() + plan.num_owned, plan.global_ids.end());
+  std::sort(r.halo_ids.begin(), r.halo_ids.end());
+  for (NodeId v : r.halo_ids) r.halo_degree.push_back(std::int32_t(g.degree(v)));
+  return r;
+}
+
+// write_part from gathered rows (ptscotch's writer) writes the files write_part from the dataset
+// does, byte for byte: on Cora (features, labels, splits) made weighted, four random parts.
+TEST(HaloPlan, PartFromGatheredRowsIsThePartFromTheDataset) {
+  TempDir t;
+  convert(test::bundled("cora"), t / "cora", {});
+  GraphDataset d = read_graph_dataset(t / "cora");
+  const CsrView g0 = d.graph.view();
+  std::vector<float> w(std::size_t(g0.num_edges()));
+  for (NodeId u = 0; u < NodeId(g0.num_nodes); ++u)
+    for (EdgeId e = g0.offsets[u]; e < g0.offsets[u + 1]; ++e)
+      w[std::size_t(e)] =
+          float(1 + (std::min(u, g0.indices[e]) * 7 + std::max(u, g0.indices[e])) % 5);
+  d.graph.values = Array<float>(std::move(w));
+  PartitionOptions o;
+  o.k = 4;
+  o.method = PartitionMethod::kRandom;
+  const std::vector<PartId> owner = partition_nodes(d, o);
+  const PartitionHalos halos = find_partition_halos(d.graph.view(), owner, o.k);
+  std::vector<NodeId> local_of(std::size_t(d.num_nodes()), -1);
+  for (int r = 0; r < o.k; ++r) {
+    const HaloPlan plan = build_halo_plan(halos, r, local_of);
+    const std::string a = write_part(t / "a", d, owner, plan, local_of, "partition");
+    PartRows rows = gather_rows(d, owner, plan);
+    EXPECT_EQ(write_part(t / "b", d, rows, plan, local_of, "partition"), a) << "part " << r;
+    const std::string dir = "part-" + std::to_string(r);
+    std::size_t files = 0;
+    for (const auto& e : fs::directory_iterator(t / "a" / dir)) {
+      ++files;
+      EXPECT_EQ(test::read_bytes(e.path()), test::read_bytes(t / "b" / dir / e.path().filename()))
+          << dir << "/" << e.path().filename().string();
+    }
+    EXPECT_GE(files, 12u);  // plan, CSR, weights, degrees, features, labels, splits, meta
+    // Rows that do not match the plan are refused, not written.
+    rows.halo_ids.pop_back();
+    rows.halo_degree.pop_back();
+    EXPECT_THROW(write_part(t / "c", d, rows, plan, local_of, "partition"), SystemError);
   }
 }
 
