@@ -1,0 +1,197 @@
+// Graph attention kernels on the host (attention.h): rows in parallel for everything a
+// destination row owns, the transpose's rows in parallel for what a source column receives.
+#include "halo/gnn/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "halo/graph/error.h"
+
+namespace halo {
+
+AttentionGraph attention_graph(const CsrView& g, std::int64_t cols) {
+  if (cols < g.num_nodes)
+    throw ParamError("attention_graph: " + std::to_string(cols) + " columns for " +
+                     std::to_string(g.num_nodes) + " rows (rows are the first columns)");
+  AttentionGraph a;
+  a.rows = g.num_nodes;
+  a.cols = cols;
+  a.offsets.assign(std::size_t(a.rows) + 1, 0);
+  a.indices.reserve(std::size_t(g.num_edges() + a.rows));
+  for (std::int64_t u = 0; u < a.rows; ++u) {
+    bool self = false;
+    for (const NodeId* v = g.begin(NodeId(u)); v != g.end(NodeId(u)); ++v) {
+      if (!self && *v >= u) {  // the self-loop in column order, once
+        if (*v != u) a.indices.push_back(NodeId(u));
+        self = true;
+      }
+      a.indices.push_back(*v);
+    }
+    if (!self) a.indices.push_back(NodeId(u));
+    a.offsets[std::size_t(u) + 1] = EdgeId(a.indices.size());
+  }
+  a.t_offsets.assign(std::size_t(cols) + 1, 0);
+  for (NodeId c : a.indices) ++a.t_offsets[std::size_t(c) + 1];
+  for (std::int64_t c = 0; c < cols; ++c)
+    a.t_offsets[std::size_t(c) + 1] += a.t_offsets[std::size_t(c)];
+  a.t_rows.resize(a.indices.size());
+  a.t_edge.resize(a.indices.size());
+  std::vector<EdgeId> cursor(a.t_offsets.begin(), a.t_offsets.end() - 1);
+  for (std::int64_t u = 0; u < a.rows; ++u)  // rows in order: each transposed row is ascending
+    for (EdgeId e = a.offsets[std::size_t(u)]; e < a.offsets[std::size_t(u) + 1]; ++e) {
+      const EdgeId at = cursor[std::size_t(a.indices[std::size_t(e)])]++;
+      a.t_rows[std::size_t(at)] = NodeId(u);
+      a.t_edge[std::size_t(at)] = e;
+    }
+  return a;
+}
+
+void head_dots(std::int64_t n, int heads, int width, const float* z, const float* a, float* t) {
+  const auto hf = std::size_t(heads) * std::size_t(width);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r)
+    for (int h = 0; h < heads; ++h) {
+      const float* zr = z + std::size_t(r) * hf + std::size_t(h) * std::size_t(width);
+      const float* ah = a + std::size_t(h) * std::size_t(width);
+      float s = 0;
+      for (int f = 0; f < width; ++f) s += zr[f] * ah[f];
+      t[std::size_t(r) * std::size_t(heads) + std::size_t(h)] = s;
+    }
+}
+
+void head_dots_backward(std::int64_t n, int heads, int width, const float* z, const float* a,
+                        const float* dt, float* dz, float* da) {
+  const auto hf = std::size_t(heads) * std::size_t(width);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r)
+    for (int h = 0; h < heads; ++h) {
+      const float g = dt[std::size_t(r) * std::size_t(heads) + std::size_t(h)];
+      float* dzr = dz + std::size_t(r) * hf + std::size_t(h) * std::size_t(width);
+      const float* ah = a + std::size_t(h) * std::size_t(width);
+      for (int f = 0; f < width; ++f) dzr[f] += g * ah[f];
+    }
+    // d(a): a reduction over rows, per (head, feature), each summed in double in row order.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t j = 0; j < std::int64_t(hf); ++j) {
+    const auto h = std::size_t(j) / std::size_t(width);
+    double s = 0;
+    for (std::int64_t r = 0; r < n; ++r)
+      s += double(dt[std::size_t(r) * std::size_t(heads) + h]) *
+           z[std::size_t(r) * hf + std::size_t(j)];
+    da[j] += float(s);
+  }
+}
+
+namespace {
+float leaky(float x, float slope) { return x > 0 ? x : slope * x; }
+}  // namespace
+
+void gat_edge_softmax(const AttentionGraph& g, int heads, const float* el, const float* er,
+                      float slope, float* alpha) {
+  const auto H = std::size_t(heads);
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    const EdgeId b = g.offsets[std::size_t(u)], e = g.offsets[std::size_t(u) + 1];
+    for (std::size_t h = 0; h < H; ++h) {
+      const float ru = er[std::size_t(u) * H + h];
+      float top = -std::numeric_limits<float>::infinity();
+      for (EdgeId i = b; i < e; ++i) {
+        const float s = leaky(el[std::size_t(g.indices[std::size_t(i)]) * H + h] + ru, slope);
+        alpha[std::size_t(i) * H + h] = s;
+        top = std::max(top, s);
+      }
+      double sum = 0;
+      for (EdgeId i = b; i < e; ++i) {
+        const float x = std::exp(alpha[std::size_t(i) * H + h] - top);
+        alpha[std::size_t(i) * H + h] = x;
+        sum += x;
+      }
+      const auto inv = float(1.0 / sum);  // every row has its self-loop: sum >= 1
+      for (EdgeId i = b; i < e; ++i) alpha[std::size_t(i) * H + h] *= inv;
+    }
+  }
+}
+
+void gat_aggregate(const AttentionGraph& g, int heads, int width, const float* alpha,
+                   const float* z, float* out) {
+  const auto H = std::size_t(heads), F = std::size_t(width), hf = H * F;
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    float* o = out + std::size_t(u) * hf;
+    std::fill(o, o + hf, 0.0f);
+    for (EdgeId i = g.offsets[std::size_t(u)]; i < g.offsets[std::size_t(u) + 1]; ++i) {
+      const float* zv = z + std::size_t(g.indices[std::size_t(i)]) * hf;
+      for (std::size_t h = 0; h < H; ++h) {
+        const float w = alpha[std::size_t(i) * H + h];
+        for (std::size_t f = 0; f < F; ++f) o[h * F + f] += w * zv[h * F + f];
+      }
+    }
+  }
+}
+
+void gat_aggregate_backward(const AttentionGraph& g, int heads, int width, const float* alpha,
+                            const float* z, const float* dout, float* dalpha, float* dz) {
+  const auto H = std::size_t(heads), F = std::size_t(width), hf = H * F;
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    const float* d = dout + std::size_t(u) * hf;
+    for (EdgeId i = g.offsets[std::size_t(u)]; i < g.offsets[std::size_t(u) + 1]; ++i) {
+      const float* zv = z + std::size_t(g.indices[std::size_t(i)]) * hf;
+      for (std::size_t h = 0; h < H; ++h) {
+        float s = 0;
+        for (std::size_t f = 0; f < F; ++f) s += d[h * F + f] * zv[h * F + f];
+        dalpha[std::size_t(i) * H + h] = s;
+      }
+    }
+  }
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t v = 0; v < g.cols; ++v) {  // the transpose: column v gathers from its rows
+    float* dzv = dz + std::size_t(v) * hf;
+    for (EdgeId t = g.t_offsets[std::size_t(v)]; t < g.t_offsets[std::size_t(v) + 1]; ++t) {
+      const float* d = dout + std::size_t(g.t_rows[std::size_t(t)]) * hf;
+      const std::size_t i = std::size_t(g.t_edge[std::size_t(t)]);
+      for (std::size_t h = 0; h < H; ++h) {
+        const float w = alpha[i * H + h];
+        for (std::size_t f = 0; f < F; ++f) dzv[h * F + f] += w * d[h * F + f];
+      }
+    }
+  }
+}
+
+void gat_edge_softmax_backward(const AttentionGraph& g, int heads, const float* el, const float* er,
+                               float slope, const float* alpha, float* dalpha, float* del,
+                               float* der) {
+  const auto H = std::size_t(heads);
+  // d(score) = alpha (d(alpha) - sum_row alpha d(alpha)), times LeakyReLU's slope at the score.
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    const EdgeId b = g.offsets[std::size_t(u)], e = g.offsets[std::size_t(u) + 1];
+    for (std::size_t h = 0; h < H; ++h) {
+      double dot = 0;
+      for (EdgeId i = b; i < e; ++i)
+        dot += double(alpha[std::size_t(i) * H + h]) * dalpha[std::size_t(i) * H + h];
+      const float ru = er[std::size_t(u) * H + h];
+      double row = 0;
+      for (EdgeId i = b; i < e; ++i) {
+        const std::size_t k = std::size_t(i) * H + h;
+        const float pre = el[std::size_t(g.indices[std::size_t(i)]) * H + h] + ru;
+        const float ds = alpha[k] * float(dalpha[k] - dot) * (pre > 0 ? 1.0f : slope);
+        dalpha[k] = ds;
+        row += ds;
+      }
+      der[std::size_t(u) * H + h] += float(row);
+    }
+  }
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t v = 0; v < g.cols; ++v)
+    for (std::size_t h = 0; h < H; ++h) {
+      double s = 0;
+      for (EdgeId t = g.t_offsets[std::size_t(v)]; t < g.t_offsets[std::size_t(v) + 1]; ++t)
+        s += dalpha[std::size_t(g.t_edge[std::size_t(t)]) * H + h];
+      del[std::size_t(v) * H + h] += float(s);
+    }
+}
+
+}  // namespace halo
