@@ -4,6 +4,7 @@
 #include "halo/gnn/attention.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -52,7 +53,8 @@ double reference_loss(const AttentionGraph& g, const Inputs& in, float slope,
   };
   auto dot = [&](std::int64_t r, int h, const std::vector<float>& a) {
     double s = 0;
-    for (int f = 0; f < F; ++f) s += zz(r, h, f) * a[std::size_t(h * F + f)];
+    for (int f = 0; f < F; ++f)
+      s += zz(r, h, f) * a[std::size_t(h) * std::size_t(F) + std::size_t(f)];
     return s;
   };
   double loss = 0;
@@ -116,8 +118,8 @@ Inputs random_inputs(const AttentionGraph& g, std::uint32_t seed) {
     for (float& x : v) x = n(rng);
   };
   fill(in.z, std::size_t(g.cols * in.H * in.F));
-  fill(in.a_src, std::size_t(in.H * in.F));
-  fill(in.a_dst, std::size_t(in.H * in.F));
+  fill(in.a_src, std::size_t(in.H) * std::size_t(in.F));
+  fill(in.a_dst, std::size_t(in.H) * std::size_t(in.F));
   fill(in.w, std::size_t(g.rows * in.H * in.F));
   return in;
 }
@@ -195,6 +197,23 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   check(&Inputs::z, k.dz, "z");
   check(&Inputs::a_src, k.da_src, "a_src");
   check(&Inputs::a_dst, k.da_dst, "a_dst");
+}
+
+// Gathers only: the same bits with one thread as with several.
+TEST(Attention, SameBitsForAnyThreadCount) {
+  const Csr g = random_rows(3000, 3500, 8);
+  const AttentionGraph a = attention_graph(g.view(), 3500);
+  const Inputs in = random_inputs(a, 9);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const KernelRun one = run_kernels(a, in, 0.2f);
+  omp_set_num_threads(4);
+  const KernelRun four = run_kernels(a, in, 0.2f);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.out, four.out);
+  EXPECT_EQ(one.dz, four.dz);
+  EXPECT_EQ(one.da_src, four.da_src);
+  EXPECT_EQ(one.da_dst, four.da_dst);
 }
 
 }  // namespace
