@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <type_traits>
+#include <span>
 
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
@@ -40,6 +40,16 @@ HaloPlanView Part::halo_plan() const {
 }
 
 namespace {
+
+// Rows which[0], which[1], ... of a row-major [* x c] array, in that order: a part's owned
+// rows in local order, from the dataset (which = global ids) or from gathered rows (positions).
+template <class T>
+std::vector<T> rows_of(const T* from, std::span<const NodeId> which, std::size_t c) {
+  std::vector<T> to(which.size() * c);
+  for (std::size_t i = 0; i < which.size(); ++i)
+    std::copy_n(from + std::size_t(which[i]) * c, c, to.data() + i * c);
+  return to;
+}
 
 // Rows of features, gathered in chunks so memory stays at one chunk, not the part's features.
 void write_features(ArrayDir& part, const GraphDataset& d, std::span<const NodeId> own) {
@@ -139,10 +149,7 @@ std::string write_part(const fs::path& root, const GraphDataset& d,
     if (d.num_features > 0) write_features(part, d, own);
     if (d.label_cols > 0) {
       const std::size_t c = std::size_t(d.label_cols);
-      std::vector<std::int32_t> lab(own.size() * c);
-      for (std::size_t i = 0; i < own.size(); ++i)
-        std::copy_n(d.labels.data() + std::size_t(own[i]) * c, c, lab.data() + i * c);
-      part.put("labels", lab, c);
+      part.put("labels", rows_of(d.labels.data(), own, c), c);
     }
     return write_splits(part, d, owner, plan.rank, local_of);
   });
@@ -180,14 +187,9 @@ std::string write_part(const fs::path& root, const GraphDataset& d, const PartRo
         rows.halo_degree[std::size_t(position(rows.halo_ids, plan.global_ids[i], "degree"))];
   return write_part_files(root, d, plan, local, degree, partition_fp, [&](ArrayDir& part) {
     // Owned rows in local order, from the gathered rows in id order.
-    auto put_rows = [&](const char* name, const auto& from, std::size_t c) {
-      std::vector<typename std::decay_t<decltype(from)>::value_type> to(own.size() * c);
-      for (std::size_t i = 0; i < own.size(); ++i)
-        std::copy_n(from.data() + std::size_t(at[i]) * c, c, to.data() + i * c);
-      part.put(name, to, c);
-    };
-    if (d.num_features > 0) put_rows("features", rows.features, std::size_t(d.num_features));
-    if (d.label_cols > 0) put_rows("labels", rows.labels, std::size_t(d.label_cols));
+    const auto f = std::size_t(d.num_features), c = std::size_t(d.label_cols);
+    if (f > 0) part.put("features", rows_of(rows.features.data(), at, f), f);
+    if (c > 0) part.put("labels", rows_of(rows.labels.data(), at, c), c);
     json splits = json::object();
     const std::size_t ns = d.splits.size();
     for (std::size_t s = 0; s < ns; ++s) {
