@@ -88,7 +88,7 @@ namespace {
 float leaky(float x, float slope) { return x > 0 ? x : slope * x; }
 }  // namespace
 
-void gat_edge_softmax(const AttentionGraph& g, int heads, const float* el, const float* er,
+void gat_edge_softmax(const AttentionView& g, int heads, const float* el, const float* er,
                       float slope, float* alpha) {
   const auto H = std::size_t(heads);
 #pragma omp parallel for schedule(dynamic, 256)
@@ -114,8 +114,8 @@ void gat_edge_softmax(const AttentionGraph& g, int heads, const float* el, const
   }
 }
 
-void gat_aggregate(const AttentionGraph& g, int heads, int width, const float* alpha,
-                   const float* z, float* out) {
+void gat_aggregate(const AttentionView& g, int heads, int width, const float* alpha, const float* z,
+                   float* out) {
   const auto H = std::size_t(heads), F = std::size_t(width), hf = H * F;
 #pragma omp parallel for schedule(dynamic, 256)
   for (std::int64_t u = 0; u < g.rows; ++u) {
@@ -131,21 +131,10 @@ void gat_aggregate(const AttentionGraph& g, int heads, int width, const float* a
   }
 }
 
-void gat_aggregate_backward(const AttentionGraph& g, int heads, int width, const float* alpha,
+void gat_aggregate_backward(const AttentionView& g, int heads, int width, const float* alpha,
                             const float* z, const float* dout, float* dalpha, float* dz) {
   const auto H = std::size_t(heads), F = std::size_t(width), hf = H * F;
-#pragma omp parallel for schedule(dynamic, 256)
-  for (std::int64_t u = 0; u < g.rows; ++u) {
-    const float* d = dout + std::size_t(u) * hf;
-    for (EdgeId i = g.offsets[std::size_t(u)]; i < g.offsets[std::size_t(u) + 1]; ++i) {
-      const float* zv = z + std::size_t(g.indices[std::size_t(i)]) * hf;
-      for (std::size_t h = 0; h < H; ++h) {
-        float s = 0;
-        for (std::size_t f = 0; f < F; ++f) s += d[h * F + f] * zv[h * F + f];
-        dalpha[std::size_t(i) * H + h] = s;
-      }
-    }
-  }
+  // d(z) first: it reads alpha, which d(alpha) may then overwrite.
 #pragma omp parallel for schedule(dynamic, 256)
   for (std::int64_t v = 0; v < g.cols; ++v) {  // the transpose: column v gathers from its rows
     float* dzv = dz + std::size_t(v) * hf;
@@ -158,9 +147,21 @@ void gat_aggregate_backward(const AttentionGraph& g, int heads, int width, const
       }
     }
   }
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    const float* d = dout + std::size_t(u) * hf;
+    for (EdgeId i = g.offsets[std::size_t(u)]; i < g.offsets[std::size_t(u) + 1]; ++i) {
+      const float* zv = z + std::size_t(g.indices[std::size_t(i)]) * hf;
+      for (std::size_t h = 0; h < H; ++h) {
+        float s = 0;
+        for (std::size_t f = 0; f < F; ++f) s += d[h * F + f] * zv[h * F + f];
+        dalpha[std::size_t(i) * H + h] = s;
+      }
+    }
+  }
 }
 
-void gat_edge_softmax_backward(const AttentionGraph& g, int heads, const float* el, const float* er,
+void gat_edge_softmax_backward(const AttentionView& g, int heads, const float* el, const float* er,
                                float slope, const float* alpha, float* dalpha, float* del,
                                float* der) {
   const auto H = std::size_t(heads);
@@ -192,6 +193,25 @@ void gat_edge_softmax_backward(const AttentionGraph& g, int heads, const float* 
         s += dalpha[std::size_t(g.t_edge[std::size_t(t)]) * H + h];
       del[std::size_t(v) * H + h] += float(s);
     }
+}
+
+void gat_edge_dropout(const AttentionView& g, int heads, float p, PhiloxKey key, const NodeId* ids,
+                      float* x) {
+  if (p <= 0.f) return;
+  const auto H = std::size_t(heads);
+  const std::uint32_t threshold = dropout_threshold(p);
+  const float scale = 1.f / (1.f - p);
+  auto id = [ids](NodeId n) { return std::uint64_t(std::uint32_t(ids ? ids[n] : n)); };
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t u = 0; u < g.rows; ++u) {
+    const std::uint64_t du = id(NodeId(u)) << 32;
+    for (EdgeId i = g.offsets[std::size_t(u)]; i < g.offsets[std::size_t(u) + 1]; ++i) {
+      const std::uint64_t key_row = du | id(g.indices[std::size_t(i)]);
+      float* xe = x + std::size_t(i) * H;
+      for (std::size_t h = 0; h < H; ++h)
+        xe[h] = dropout_u16(key, key_row, std::uint32_t(h)) >= threshold ? xe[h] * scale : 0.f;
+    }
+  }
 }
 
 }  // namespace halo

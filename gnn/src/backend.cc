@@ -10,7 +10,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "halo/gnn/attention.h"
 #include "halo/gnn/op_profile.h"
+#include "halo/graph/error.h"
 
 namespace halo {
 namespace {
@@ -300,5 +302,167 @@ void Backend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) 
   check_count("unpack_bf16", "n", n);
   timed("unpack_bf16", [&] { do_unpack_bf16(src, n, dst); });
 }
+
+namespace {
+
+// A graph-attention op's shape rule (ok) as shape_error reports it when it fails.
+void check_gat(const char* op, std::initializer_list<Operand> operands, bool ok, const char* rule) {
+  if (!ok) shape_error(op, rule, operands);
+}
+
+// Every view in the backend's memory.
+void check_devices(const Backend& be, const char* op,
+                   std::initializer_list<std::pair<const char*, const MatrixView*>> views) {
+  for (const auto& [name, m] : views) check_device(be, op, name, *m);
+}
+
+Operand edges(const AttentionView& A) { return {"A", A.rows, A.cols}; }
+
+}  // namespace
+
+void Backend::gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) {
+  const char* op = "gat_head_dots";
+  check_devices(*this, op, {{"z", &z}, {"a", &a}, {"t", &t}});
+  check_gat(op, {operand("z", z), operand("a", a), operand("t", t)},
+            a.rows > 0 && a.cols > 0 && z.cols == a.rows * a.cols && t.rows == z.rows &&
+                t.cols == a.rows && !overlap(t, z),
+            "z n x H*F, a H x F, t n x H (t apart from z)");
+  timed("gat_head_dots", [&] { do_gat_head_dots(z, a, t); });
+}
+
+void Backend::gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
+                                     const MatrixView& dz, const MatrixView& da) {
+  const char* op = "gat_head_dots_backward";
+  check_devices(*this, op, {{"z", &z}, {"a", &a}, {"dt", &dt}, {"dz", &dz}, {"da", &da}});
+  check_gat(
+      op,
+      {operand("z", z), operand("a", a), operand("dt", dt), operand("dz", dz), operand("da", da)},
+      a.rows > 0 && a.cols > 0 && z.cols == a.rows * a.cols && dt.rows == z.rows &&
+          dt.cols == a.rows && dz.rows >= z.rows && dz.cols == z.cols && same_shape(da, a),
+      "z n x H*F, a and da H x F, dt n x H, dz at least z's rows");
+  timed("gat_backward", [&] { do_gat_head_dots_backward(z, a, dt, dz, da); });
+}
+
+void Backend::gat_edge_softmax(const AttentionView& A, const MatrixView& el, const MatrixView& er,
+                               float slope, const MatrixView& alpha) {
+  const char* op = "gat_edge_softmax";
+  check_devices(*this, op, {{"el", &el}, {"er", &er}, {"alpha", &alpha}});
+  check_gat(op, {edges(A), operand("el", el), operand("er", er), operand("alpha", alpha)},
+            el.rows == A.cols && er.rows == A.rows && alpha.rows == A.nnz && el.cols > 0 &&
+                er.cols == el.cols && alpha.cols == el.cols,
+            "el A.cols x H, er A.rows x H, alpha nnz x H");
+  timed("gat_softmax", [&] { do_gat_edge_softmax(A, el, er, slope, alpha); });
+}
+
+void Backend::gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
+                                        const MatrixView& er, float slope, const MatrixView& alpha,
+                                        const MatrixView& dalpha, const MatrixView& del,
+                                        const MatrixView& der) {
+  const char* op = "gat_edge_softmax_backward";
+  check_devices(*this, op,
+                {{"el", &el},
+                 {"er", &er},
+                 {"alpha", &alpha},
+                 {"dalpha", &dalpha},
+                 {"del", &del},
+                 {"der", &der}});
+  check_gat(op,
+            {edges(A), operand("el", el), operand("er", er), operand("alpha", alpha),
+             operand("dalpha", dalpha), operand("del", del), operand("der", der)},
+            el.rows == A.cols && er.rows == A.rows && alpha.rows == A.nnz && el.cols > 0 &&
+                er.cols == el.cols && alpha.cols == el.cols && same_shape(dalpha, alpha) &&
+                same_shape(del, el) && same_shape(der, er) && !overlap(dalpha, alpha),
+            "el and del A.cols x H, er and der A.rows x H, alpha and dalpha nnz x H, apart");
+  timed("gat_backward",
+        [&] { do_gat_edge_softmax_backward(A, el, er, slope, alpha, dalpha, del, der); });
+}
+
+void Backend::gat_aggregate(const AttentionView& A, const MatrixView& alpha, const MatrixView& z,
+                            const MatrixView& out) {
+  const char* op = "gat_aggregate";
+  check_devices(*this, op, {{"alpha", &alpha}, {"z", &z}, {"out", &out}});
+  check_gat(op, {edges(A), operand("alpha", alpha), operand("z", z), operand("out", out)},
+            alpha.rows == A.nnz && alpha.cols > 0 && z.rows == A.cols && z.cols > 0 &&
+                z.cols % alpha.cols == 0 && out.rows == A.rows && out.cols == z.cols &&
+                !overlap(out, z),
+            "alpha nnz x H, z A.cols x H*F, out A.rows x H*F apart from z");
+  timed("gat_aggregate", [&] { do_gat_aggregate(A, alpha, z, out); });
+}
+
+void Backend::gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
+                                     const MatrixView& z, const MatrixView& dout,
+                                     const MatrixView& dalpha, const MatrixView& dz) {
+  const char* op = "gat_aggregate_backward";
+  check_devices(*this, op,
+                {{"alpha", &alpha}, {"z", &z}, {"dout", &dout}, {"dalpha", &dalpha}, {"dz", &dz}});
+  check_gat(op,
+            {edges(A), operand("alpha", alpha), operand("z", z), operand("dout", dout),
+             operand("dalpha", dalpha), operand("dz", dz)},
+            alpha.rows == A.nnz && alpha.cols > 0 && z.rows == A.cols && z.cols > 0 &&
+                z.cols % alpha.cols == 0 && dout.rows == A.rows && dout.cols == z.cols &&
+                same_shape(dalpha, alpha) && same_shape(dz, z) && !overlap(dz, z) &&
+                !overlap(dz, dout) && (dalpha.data == alpha.data || !overlap(dalpha, alpha)),
+            "alpha and dalpha nnz x H (equal or apart), z and dz A.cols x H*F apart, dout "
+            "A.rows x H*F");
+  timed("gat_backward", [&] { do_gat_aggregate_backward(A, alpha, z, dout, dalpha, dz); });
+}
+
+void Backend::gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p, PhiloxKey key,
+                               const NodeId* ids) {
+  const char* op = "gat_edge_dropout";
+  check_device(*this, op, "x", x);
+  check_gat(op, {edges(A), operand("x", x)}, x.rows == A.nnz && x.cols > 0, "x nnz x H");
+  timed("dropout", [&] { do_gat_edge_dropout(A, x, p, key, ids); });
+}
+
+void Backend::elu(const MatrixView& Y) {
+  check_device(*this, "elu", "Y", Y);
+  timed("elu", [&] { do_elu(Y); });
+}
+
+void Backend::elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) {
+  check_same(*this, "elu_backward", "Y", Y, "dY", dY);
+  timed("elu_backward", [&] { do_elu_backward(Y, dY, y_scale); });
+}
+
+// A backend without attention kernels says so, as a user-facing error.
+namespace {
+[[noreturn]] void no_gat(const Backend& be) {
+  throw SystemError(std::string("the ") + be.name() +
+                    " backend has no graph-attention kernels yet (--model gat runs on the CPU)");
+}
+}  // namespace
+
+void Backend::do_gat_head_dots(const MatrixView&, const MatrixView&, const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_head_dots_backward(const MatrixView&, const MatrixView&, const MatrixView&,
+                                        const MatrixView&, const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_edge_softmax(const AttentionView&, const MatrixView&, const MatrixView&, float,
+                                  const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_edge_softmax_backward(const AttentionView&, const MatrixView&,
+                                           const MatrixView&, float, const MatrixView&,
+                                           const MatrixView&, const MatrixView&,
+                                           const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_aggregate(const AttentionView&, const MatrixView&, const MatrixView&,
+                               const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_aggregate_backward(const AttentionView&, const MatrixView&, const MatrixView&,
+                                        const MatrixView&, const MatrixView&, const MatrixView&) {
+  no_gat(*this);
+}
+void Backend::do_gat_edge_dropout(const AttentionView&, const MatrixView&, float, PhiloxKey,
+                                  const NodeId*) {
+  no_gat(*this);
+}
+void Backend::do_elu(const MatrixView&) { no_gat(*this); }
+void Backend::do_elu_backward(const MatrixView&, const MatrixView&, float) { no_gat(*this); }
 
 }  // namespace halo

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gemm_avx512.h"
+#include "halo/gnn/attention.h"
 #include "halo/gnn/bf16.h"
 #include "halo/graph/error.h"
 
@@ -501,6 +502,61 @@ void CpuBackend::do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float*
 Backend& cpu_backend() {
   static CpuBackend backend;
   return backend;
+}
+
+// Graph attention: the host kernels of attention.cc (H = the per-node arrays' columns).
+void CpuBackend::do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) {
+  head_dots(z.rows, int(a.rows), int(a.cols), z.data, a.data, t.data);
+}
+
+void CpuBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,
+                                           const MatrixView& dt, const MatrixView& dz,
+                                           const MatrixView& da) {
+  head_dots_backward(z.rows, int(a.rows), int(a.cols), z.data, a.data, dt.data, dz.data, da.data);
+}
+
+void CpuBackend::do_gat_edge_softmax(const AttentionView& A, const MatrixView& el,
+                                     const MatrixView& er, float slope, const MatrixView& alpha) {
+  halo::gat_edge_softmax(A, int(el.cols), el.data, er.data, slope, alpha.data);
+}
+
+void CpuBackend::do_gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
+                                              const MatrixView& er, float slope,
+                                              const MatrixView& alpha, const MatrixView& dalpha,
+                                              const MatrixView& del, const MatrixView& der) {
+  halo::gat_edge_softmax_backward(A, int(el.cols), el.data, er.data, slope, alpha.data, dalpha.data,
+                                  del.data, der.data);
+}
+
+void CpuBackend::do_gat_aggregate(const AttentionView& A, const MatrixView& alpha,
+                                  const MatrixView& z, const MatrixView& out) {
+  const auto heads = int(alpha.cols);
+  halo::gat_aggregate(A, heads, int(z.cols / heads), alpha.data, z.data, out.data);
+}
+
+void CpuBackend::do_gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
+                                           const MatrixView& z, const MatrixView& dout,
+                                           const MatrixView& dalpha, const MatrixView& dz) {
+  const auto heads = int(alpha.cols);
+  halo::gat_aggregate_backward(A, heads, int(z.cols / heads), alpha.data, z.data, dout.data,
+                               dalpha.data, dz.data);
+}
+
+void CpuBackend::do_gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p,
+                                     PhiloxKey key, const NodeId* ids) {
+  halo::gat_edge_dropout(A, int(x.cols), p, key, ids, x.data);
+}
+
+void CpuBackend::do_elu(const MatrixView& Y) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < Y.size(); ++i)
+    if (Y.data[i] <= 0.f) Y.data[i] = std::expm1(Y.data[i]);
+}
+
+void CpuBackend::do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < Y.size(); ++i)
+    if (Y.data[i] <= 0.f) dY.data[i] *= Y.data[i] * y_scale + 1.f;
 }
 
 }  // namespace halo

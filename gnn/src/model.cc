@@ -26,12 +26,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "gat.h"
 #include "halo/graph/error.h"
 
 namespace halo {
-namespace {
+namespace model_util {
 
-// Glorot-uniform weights, drawn on the host (the same numbers for every device) then placed.
 Matrix glorot(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream,
               Device device) {
   std::vector<float> w(std::size_t(in * out));
@@ -61,15 +61,40 @@ PhiloxKey dropout_key(std::uint64_t seed, std::int64_t epoch, int slot) {
   return philox_key(seed, kStreamDropout + std::uint64_t(epoch) * 64 + std::uint64_t(slot));
 }
 
-}  // namespace
+MatrixView shape(Matrix& m, std::int64_t rows, std::int64_t cols) {
+  if (m.size() < rows * cols) throw std::logic_error("model memory plan: a slab is too small");
+  return {m.data(), rows, cols, m.device()};
+}
+
+void reserve(Matrix& m, std::int64_t n) {
+  if (m.size() < n) m.resize(1, n);
+}
+
+}  // namespace model_util
+
+using model_util::dropout_key;
+using model_util::glorot;
+using model_util::make_param;
+using model_util::reserve;
+using model_util::shape;
 
 ModelKind parse_model_kind(std::string_view s) {
   if (s == "gcn") return ModelKind::kGcn;
   if (s == "sage") return ModelKind::kSage;
-  throw ParamError("unknown --model '" + std::string(s) + "' (expected gcn or sage)");
+  if (s == "gat") return ModelKind::kGat;
+  throw ParamError("unknown --model '" + std::string(s) + "' (expected gcn, sage or gat)");
 }
 
-const char* to_string(ModelKind k) { return k == ModelKind::kSage ? "sage" : "gcn"; }
+const char* to_string(ModelKind k) {
+  switch (k) {
+    case ModelKind::kSage:
+      return "sage";
+    case ModelKind::kGat:
+      return "gat";
+    default:
+      return "gcn";
+  }
+}
 
 void ModelConfig::check() const {
   if (layers < 1) throw ParamError("--layers must be at least 1");
@@ -77,6 +102,12 @@ void ModelConfig::check() const {
   if (in < 1) throw ParamError("the dataset has no node features to train on");
   if (out < 1) throw ParamError("the dataset has no labels to train on");
   if (!(dropout >= 0 && dropout < 1)) throw ParamError("--dropout must be in [0, 1)");
+  if (kind != ModelKind::kGat) return;
+  if (heads < 1 || out_heads < 1) throw ParamError("--heads and --out-heads must be at least 1");
+  if (!(attn_dropout >= 0 && attn_dropout < 1))
+    throw ParamError("--attn-dropout must be in [0, 1)");
+  if (batch_norm) throw ParamError("--batch-norm is not available with --model gat");
+  if (layers > 31) throw ParamError("--model gat has at most 31 layers");
 }
 
 // Slabs shared by the layers, sized by Model::forward before any layer runs and reused every
@@ -92,22 +123,6 @@ struct Model::Work {
   int y_layer = -1;
   MatrixView y;
 };
-
-namespace {
-
-// A rows x cols view of m's storage. Slabs never grow here: a view that does not fit is a bug in
-// the memory plan, not something to paper over by reallocating (which would lose live rows).
-MatrixView shape(Matrix& m, std::int64_t rows, std::int64_t cols) {
-  if (m.size() < rows * cols) throw std::logic_error("model memory plan: a slab is too small");
-  return {m.data(), rows, cols, m.device()};
-}
-
-// Grows m to at least n floats (contents lost).
-void reserve(Matrix& m, std::int64_t n) {
-  if (m.size() < n) m.resize(1, n);
-}
-
-}  // namespace
 
 struct Model::Layer {
   int index = 0;
@@ -375,6 +390,10 @@ MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, con
 Model::Model(const ModelConfig& config, std::uint64_t seed, Device device)
     : config_(config), device_(device) {
   config_.check();
+  if (config_.kind == ModelKind::kGat) {
+    gat_init(seed);
+    return;
+  }
   work_ = std::make_unique<Work>();
   for (Matrix* m :
        {&x_drop_, &work_->act, &work_->grad[0], &work_->grad[1], &work_->tail, &work_->logits})
@@ -417,6 +436,7 @@ Model& Model::operator=(Model&&) noexcept = default;
 
 MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
                           std::uint64_t seed, std::int64_t epoch) {
+  if (!gat_.empty()) return gat_forward(be, g, x, training, seed, epoch);
   MatrixView h = x;
   if (training) {
     last_seed_ = seed;
@@ -455,6 +475,7 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
 }
 
 void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
+  if (!gat_.empty()) return gat_backward(be, g, dlogits);
   // The caller's dlogits must survive: the last layer does not modify its incoming gradient.
   Work& ws = *work_;
   MatrixView d = dlogits;
@@ -477,6 +498,7 @@ void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogi
 }
 
 std::int64_t Model::activation_bytes() const {
+  if (!gat_.empty()) return gat_activation_bytes();
   std::int64_t floats = x_drop_.size();
   for (const Matrix* m :
        {&work_->grad[0], &work_->grad[1], &work_->act, &work_->tail, &work_->logits})
@@ -511,6 +533,13 @@ std::vector<Param*> Model::params() {
       out.push_back(&L->gamma);
       out.push_back(&L->beta);
     }
+  }
+  for (auto& L : gat_) {
+    out.push_back(&L->w);
+    out.push_back(&L->a_src);
+    out.push_back(&L->a_dst);
+    if (L->res_proj) out.push_back(&L->w_res);
+    out.push_back(&L->b);
   }
   return out;
 }

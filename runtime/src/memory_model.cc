@@ -316,10 +316,56 @@ std::int64_t prediction_bytes(const RankShape& r, const ModelShape& m) {
   return r.rank == 0 ? 2 * kFloat * n + 16 * g : 12 * n;
 }
 
+// --model gat (gnn/src/gat.h's memory plan): the attention graph instead of an operator, and per
+// layer Z, el, er, alpha and a hidden layer's output kept; shared edge, d(Z) and gradient slabs.
+void gat_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
+  const std::int64_t n = r.owned, all = r.owned + r.halo, f = r.features, c = m.out;
+  const std::int64_t nnz = r.nnz + n;  // a self-loop per row
+  const int L = m.layers;
+  // AttentionGraph: offsets and transposed offsets (int64), indices and transposed rows (int32),
+  // the transposed entries' edge ids (int64).
+  est.op = kOffset * (n + 1) + kOffset * (all + 1) + (4 + 4 + 8) * nnz;
+  std::int64_t act = 0, widest = 0, widest_in = 0, max_heads = 1, params = 0;
+  std::vector<std::int64_t> widths;
+  for (int l = 0; l < L; ++l) {
+    const bool last = l + 1 == L;
+    const std::int64_t heads = last ? m.out_heads : m.heads, width = last ? c : m.hidden;
+    const std::int64_t hf = heads * width, in = l == 0 ? f : std::int64_t(m.heads) * m.hidden;
+    act += kFloat * (all * hf + all * heads + n * heads + nnz * heads);  // z, el, er, alpha
+    if (!last) act += kFloat * n * hf;                                   // the output
+    widest = std::max(widest, hf);
+    if (l > 0) widest_in = std::max(widest_in, in);
+    max_heads = std::max(max_heads, heads);
+    params += in * hf * (m.residual && in != hf ? 2 : 1) + 2 * hf + (last ? width : hf);
+    widths.push_back(hf);
+    if (last && heads > 1) params += hf * width;  // the constant head-mean matrix (not trained)
+  }
+  const std::int64_t top = std::int64_t(m.out_heads) * c;
+  act += kFloat * (nnz * max_heads + (m.out_heads > 1 ? n * top : 0) + n * c);  // edge, concat
+  if (m.input_dropout && m.dropout > 0) act += kFloat * n * f;                  // x_drop_
+  est.activations = act;
+  // d(Z), d(el), d(er), the two gradients between layers, and the trainer's dlogits.
+  est.gradients =
+      kFloat * (all * widest + all * max_heads + n * max_heads + 2 * n * widest_in + n * c);
+  const bool exchanges = r.ranks > 1;
+  if (exchanges)
+    est.exchange = exchange_peak(widths, false, r.send_rows, r.halo, m.halo_bf16, m.halo_staleness);
+  est.weights = kFloat * (4 * params + (exchanges ? params : 0) + 2 * params);
+}
+
 }  // namespace
 
 MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
   check_shapes(r, m);
+  if (m.gat) {
+    MemoryEstimate est;
+    input_terms(r, m, est);
+    gat_terms(r, m, est);
+    est.transient = transient_bytes(r, m);
+    est.predictions = prediction_bytes(r, m);
+    est.overhead = process_overhead_bytes(r.ranks);
+    return est;
+  }
   const std::vector<LayerShape> layers = layer_shapes(r, m);
   const bool exchanges = r.ranks > 1;
   const bool drop = m.dropout > 0;
@@ -352,6 +398,10 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
 ModelShape model_shape(const TrainOptions& o, bool multilabel, std::int64_t out) {
   ModelShape m;
   m.sage = o.model.kind == ModelKind::kSage;
+  m.gat = o.model.kind == ModelKind::kGat;
+  m.heads = o.model.heads;
+  m.out_heads = o.model.out_heads;
+  m.residual = o.model.residual;
   m.layers = o.model.layers;
   m.hidden = o.model.hidden;
   m.out = out;

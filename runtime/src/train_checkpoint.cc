@@ -216,20 +216,27 @@ void broadcast_state(Communicator& comm, int root, Model& model, RunState& st, j
 // epochs trains it further). The communication savers are recorded apart: see exchange_note.
 json trajectory_key(const TrainOptions& o, const std::string& dataset_fingerprint) {
   const ModelConfig& m = o.model;
-  return {{"model", to_string(m.kind)},
-          {"layers", m.layers},
-          {"hidden", m.hidden},
-          {"dropout", m.dropout},
-          {"input_dropout", m.input_dropout},
-          {"batch_norm", m.batch_norm},
-          {"lr", o.lr},
-          {"weight_decay", o.weight_decay},
-          {"decay_first_layer_only", o.decay_first_layer_only},
-          {"norm_features", o.norm_features},
-          {"split", o.split},
-          {"seed", o.seed},
-          {"matmul_precision", to_string(o.matmul_precision)},
-          {"dataset", dataset_fingerprint}};
+  json key = {{"model", to_string(m.kind)},
+              {"layers", m.layers},
+              {"hidden", m.hidden},
+              {"dropout", m.dropout},
+              {"input_dropout", m.input_dropout},
+              {"batch_norm", m.batch_norm},
+              {"lr", o.lr},
+              {"weight_decay", o.weight_decay},
+              {"decay_first_layer_only", o.decay_first_layer_only},
+              {"norm_features", o.norm_features},
+              {"split", o.split},
+              {"seed", o.seed},
+              {"matmul_precision", to_string(o.matmul_precision)},
+              {"dataset", dataset_fingerprint}};
+  if (m.kind == ModelKind::kGat) {  // only GAT's keys: earlier checkpoints keep theirs
+    key["heads"] = m.heads;
+    key["out_heads"] = m.out_heads;
+    key["attn_dropout"] = m.attn_dropout;
+    key["residual"] = m.residual;
+  }
+  return key;
 }
 
 // How a trajectory's halo rows travelled: the partition (empty for one process) and the savers

@@ -134,6 +134,7 @@ struct RankRun {
   Matrix xnorm;  // --norm-features: the row-normalised copy x views
   MatrixView x;
   GraphOperator gcn, mean;
+  AttentionGraph attention;  // --model gat
   Device dev = Device::kCpu;
   bool gpu = false;
   ExchangeComms comms;
@@ -200,8 +201,10 @@ void load_inputs(RankRun& k) {
   }
   if (k.opt.model.kind == ModelKind::kGcn)
     k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
-  else
+  else if (k.opt.model.kind == ModelKind::kSage)
     k.mean = mean_operator(k.d.graph, k.d.all);
+  else
+    k.attention = attention_graph(k.d.graph, k.d.all);
 }
 
 // The device and the communicators (placement.h), the backend, a copy on the device of every
@@ -224,8 +227,10 @@ void place(RankRun& k) {
     k.x = k.x_dev.view();
     if (opt.model.kind == ModelKind::kGcn)
       k.gcn_dev = k.gcn.to_device(k.dev);
-    else
+    else if (opt.model.kind == ModelKind::kSage)
       k.mean_dev = k.mean.to_device(k.dev);
+    else
+      throw ParamError("--model gat runs on the CPU only for now (--device cpu)");
     if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());
@@ -239,6 +244,7 @@ void place(RankRun& k) {
   ctx.inner = d.inner;
   ctx.gcn = k.gpu ? k.gcn_dev.view() : k.gcn.view();
   ctx.mean = k.gpu ? k.mean_dev.view() : k.mean.view();
+  ctx.attention = k.attention.view();
   ctx.global_ids = k.gpu ? k.gids_dev.data() : d.global_ids;
   ctx.global_nodes = d.global_nodes;
   ctx.exchange = k.exch.get();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -90,17 +91,17 @@ KernelRun run_kernels(const AttentionGraph& g, const Inputs& in, float slope) {
   std::vector<float> el(std::size_t(g.cols * H)), er(std::size_t(g.rows * H)), alpha(nnz * H);
   head_dots(g.cols, H, F, in.z.data(), in.a_src.data(), el.data());
   head_dots(g.rows, H, F, in.z.data(), in.a_dst.data(), er.data());
-  gat_edge_softmax(g, H, el.data(), er.data(), slope, alpha.data());
+  gat_edge_softmax(g.view(), H, el.data(), er.data(), slope, alpha.data());
   KernelRun k;
   k.out.resize(std::size_t(g.rows * H * F));
-  gat_aggregate(g, H, F, alpha.data(), in.z.data(), k.out.data());
+  gat_aggregate(g.view(), H, F, alpha.data(), in.z.data(), k.out.data());
   k.dz.assign(in.z.size(), 0.0f);
   k.da_src.assign(in.a_src.size(), 0.0f);
   k.da_dst.assign(in.a_dst.size(), 0.0f);
   std::vector<float> dalpha(nnz * H), del(el.size(), 0.0f), der(er.size(), 0.0f);
-  gat_aggregate_backward(g, H, F, alpha.data(), in.z.data(), in.w.data(), dalpha.data(),
+  gat_aggregate_backward(g.view(), H, F, alpha.data(), in.z.data(), in.w.data(), dalpha.data(),
                          k.dz.data());
-  gat_edge_softmax_backward(g, H, el.data(), er.data(), slope, alpha.data(), dalpha.data(),
+  gat_edge_softmax_backward(g.view(), H, el.data(), er.data(), slope, alpha.data(), dalpha.data(),
                             del.data(), der.data());
   head_dots_backward(g.cols, H, F, in.z.data(), in.a_src.data(), del.data(), k.dz.data(),
                      k.da_src.data());
@@ -214,6 +215,76 @@ TEST(Attention, SameBitsForAnyThreadCount) {
   EXPECT_EQ(one.dz, four.dz);
   EXPECT_EQ(one.da_src, four.da_src);
   EXPECT_EQ(one.da_dst, four.da_dst);
+}
+
+// The aggregation's backward may write d(alpha) over alpha (the model's dropped-out alpha' takes
+// its own gradient): the same d(z) and d(alpha) as with two arrays.
+TEST(Attention, AggregateBackwardMayOverwriteAlpha) {
+  const Csr g = random_rows(40, 50, 10);
+  const AttentionGraph a = attention_graph(g.view(), 50);
+  const Inputs in = random_inputs(a, 11);
+  const int H = in.H, F = in.F;
+  std::vector<float> el(std::size_t(a.cols * H)), er(std::size_t(a.rows * H));
+  std::vector<float> alpha(std::size_t(a.nnz() * H));
+  head_dots(a.cols, H, F, in.z.data(), in.a_src.data(), el.data());
+  head_dots(a.rows, H, F, in.z.data(), in.a_dst.data(), er.data());
+  gat_edge_softmax(a.view(), H, el.data(), er.data(), 0.2f, alpha.data());
+  std::vector<float> dalpha(alpha.size()), dz(in.z.size(), 0.f), dz2(in.z.size(), 0.f);
+  gat_aggregate_backward(a.view(), H, F, alpha.data(), in.z.data(), in.w.data(), dalpha.data(),
+                         dz.data());
+  std::vector<float> shared = alpha;
+  gat_aggregate_backward(a.view(), H, F, shared.data(), in.z.data(), in.w.data(), shared.data(),
+                         dz2.data());
+  EXPECT_EQ(shared, dalpha);
+  EXPECT_EQ(dz2, dz);
+}
+
+// Attention dropout is keyed by the ids of an edge's two ends: renumbering the nodes (as a part
+// does) and passing the original ids as `ids` keeps every edge's mask; about p of the entries
+// are dropped and the rest scaled by 1 / (1 - p).
+TEST(Attention, EdgeDropoutFollowsGlobalIds) {
+  const int n = 300, H = 3;
+  const float p = 0.4f;
+  const Csr g = random_rows(n, n, 12);
+  const AttentionGraph a = attention_graph(g.view(), n);
+  // The same graph with local id = n - 1 - global id.
+  Csr gr;
+  gr.num_nodes = n;
+  std::vector<EdgeId> off{0};
+  std::vector<NodeId> idx;
+  for (NodeId ur = 0; ur < n; ++ur) {
+    const NodeId u = n - 1 - ur;
+    std::set<NodeId> row;
+    for (const NodeId* v = g.view().begin(u); v != g.view().end(u); ++v) row.insert(n - 1 - *v);
+    idx.insert(idx.end(), row.begin(), row.end());
+    off.push_back(EdgeId(idx.size()));
+  }
+  gr.offsets = Array<EdgeId>(std::move(off));
+  gr.indices = Array<NodeId>(std::move(idx));
+  const AttentionGraph ar = attention_graph(gr.view(), n);
+  ASSERT_EQ(ar.nnz(), a.nnz());
+  std::vector<NodeId> ids(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) ids[std::size_t(i)] = NodeId(n - 1 - i);
+  const PhiloxKey key = philox_key(7, kStreamDropout + 3);
+  std::vector<float> x(std::size_t(a.nnz() * H), 1.f), xr = x;
+  gat_edge_dropout(a.view(), H, p, key, nullptr, x.data());
+  gat_edge_dropout(ar.view(), H, p, key, ids.data(), xr.data());
+  std::int64_t dropped = 0;
+  for (NodeId u = 0; u < n; ++u)
+    for (EdgeId e = a.offsets[std::size_t(u)]; e < a.offsets[std::size_t(u) + 1]; ++e) {
+      const NodeId v = a.indices[std::size_t(e)];
+      const NodeId ur = n - 1 - u, vr = n - 1 - v;  // the same edge in the renumbered graph
+      const NodeId* b = ar.indices.data() + ar.offsets[std::size_t(ur)];
+      const NodeId* end = ar.indices.data() + ar.offsets[std::size_t(ur) + 1];
+      const auto er = std::size_t(std::lower_bound(b, end, vr) - ar.indices.data());
+      for (int h = 0; h < H; ++h) {
+        const float got = x[std::size_t(e) * H + std::size_t(h)];
+        ASSERT_EQ(got, xr[er * H + std::size_t(h)]) << u << " <- " << v << " head " << h;
+        ASSERT_TRUE(got == 0.f || got == 1.f / (1.f - p));
+        dropped += got == 0.f;
+      }
+    }
+  EXPECT_NEAR(double(dropped) / double(x.size()), p, 0.03);
 }
 
 }  // namespace

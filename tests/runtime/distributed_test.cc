@@ -181,6 +181,24 @@ TEST(Distributed, GcnOnGeneratedGraphFourRandomParts) {
                     "--layers 2 --hidden 64 --dropout 0.3 --epochs 15 --eval-every 5");
 }
 
+TEST(Distributed, GatTwoRanksEqualOneProcess) {
+  // The GAT paper's Cora setup: attention and feature dropout keyed by global ids, 8 heads.
+  expect_equivalent("cora", "cora-2", 2, "--preset planetoid-gat --epochs 20 --eval-every 5");
+}
+
+TEST(Distributed, GatFourRanksEqualOneProcess) {
+  // Three layers with residual terms (projected, then identity) and three averaged output heads.
+  expect_equivalent("cora", "cora-4", 4,
+                    "--model gat --layers 3 --heads 3 --out-heads 3 --hidden 8 --residual "
+                    "--attn-dropout 0.3 --dropout 0.2 --epochs 15 --eval-every 5");
+}
+
+TEST(Distributed, GatOnGeneratedGraphFourRandomParts) {
+  expect_equivalent("sbm", "sbm-4", 4,
+                    "--model gat --heads 2 --hidden 8 --attn-dropout 0.5 --input-dropout "
+                    "--epochs 10 --eval-every 5");
+}
+
 // Bytes a rank sends per training step, from its halo plan and the layer widths.
 std::int64_t predicted(const fs::path& parts, int rank, const std::vector<std::int64_t>& widths,
                        const std::vector<bool>& backward, HaloDtype dtype) {

@@ -320,4 +320,18 @@ TEST(MemoryModelMeasured, TwoRanksWithinTolerance) {
 }
 
 }  // namespace
+TEST(MemoryModelMeasured, GatOneProcessAndTwoRanksWithinTolerance) {
+  // The arxiv GAT's shape (3 layers, 3 heads averaged at the output, residual), narrower: z, el,
+  // er and alpha per layer, the edge slab, d(Z) and the attention graph instead of an operator.
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gat", o);
+  o.model.hidden = 32;
+  o.model.attn_dropout = 0.2f;
+  const std::string flags = "--preset ogbn-arxiv-gat --hidden 32 --attn-dropout 0.2 ";
+  expect_within(kTolerance, "", Graph::dir() / "g", o, flags + "--threads 2");
+  const std::string mpirun =
+      test::configured("HALO_MPIEXEC", HALO_MPIEXEC) + " --oversubscribe --bind-to none -np 2 ";
+  expect_within(kTolerance, mpirun, Graph::dir() / "g-2", o, flags + "--threads 1");
+}
+
 }  // namespace halo

@@ -66,11 +66,11 @@ Action add_train(CLI::App& app) {
     std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions,
                                  halo_dtype = "f32", device = "cpu", matmul_precision = "fp32";
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10,
-        staleness = 0;
+        staleness = 0, heads = 1, out_heads = 1;
     std::int64_t hidden = 16;
-    float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f;
-    bool batch_norm = false, norm_features = false, input_dropout = false, resume = false,
-         quiet = false, profile = false, dry_run = false;
+    float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f, attn_dropout = 0.f;
+    bool residual = false, batch_norm = false, norm_features = false, input_dropout = false,
+         resume = false, quiet = false, profile = false, dry_run = false;
     std::uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
@@ -81,12 +81,13 @@ Action add_train(CLI::App& app) {
       ->required();
   auto* preset =
       cmd->add_option("--preset", a->preset,
-                      "planetoid-gcn | ogbn-arxiv-gcn | ogbn-products-gcn | ogbn-proteins-gcn");
+                      "planetoid-gcn | planetoid-gat | ogbn-arxiv-gcn | ogbn-arxiv-gat | "
+                      "ogbn-products-gcn | ogbn-proteins-gcn");
   std::vector<std::pair<CLI::Option*, std::function<void(TrainOptions&)>>> overrides;
   auto over = [&](CLI::Option* o, std::function<void(TrainOptions&)> set) {
     overrides.emplace_back(o, std::move(set));
   };
-  over(cmd->add_option("--model", a->model, "gcn | sage")->capture_default_str(),
+  over(cmd->add_option("--model", a->model, "gcn | sage | gat")->capture_default_str(),
        [a](TrainOptions& t) { t.model.kind = parse_model_kind(a->model); });
   // Depth and width bounded far above any published model (deep GCNs reach ~100 layers, widths
   // a few thousand) so that a typo is an error, not an allocation of nodes x width floats.
@@ -100,6 +101,21 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.model.hidden = a->hidden; });
   over(cmd->add_option("--dropout", a->dropout, "Dropout probability")->capture_default_str(),
        [a](TrainOptions& t) { t.model.dropout = a->dropout; });
+  over(cmd->add_option("--heads", a->heads,
+                       "GAT: attention heads of the hidden layers (concatenated; --hidden each)")
+           ->capture_default_str()
+           ->check(int_range(1, 1024)),
+       [a](TrainOptions& t) { t.model.heads = a->heads; });
+  over(cmd->add_option("--out-heads", a->out_heads, "GAT: heads of the output layer (averaged)")
+           ->capture_default_str()
+           ->check(int_range(1, 1024)),
+       [a](TrainOptions& t) { t.model.out_heads = a->out_heads; });
+  over(cmd->add_option("--attn-dropout", a->attn_dropout,
+                       "GAT: dropout on the attention coefficients")
+           ->capture_default_str(),
+       [a](TrainOptions& t) { t.model.attn_dropout = a->attn_dropout; });
+  over(cmd->add_flag("--residual", a->residual, "GAT: residual connections (x W_res, or x)"),
+       [a](TrainOptions& t) { t.model.residual = a->residual; });
   over(cmd->add_flag("--input-dropout", a->input_dropout, "Dropout on the input features too"),
        [a](TrainOptions& t) { t.model.input_dropout = a->input_dropout; });
   over(cmd->add_flag("--batch-norm", a->batch_norm, "Batch norm between layers"),

@@ -16,10 +16,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "halo/gnn/rng.h"
 #include "halo/graph/csr.h"
 #include "halo/graph/types.h"
 
 namespace halo {
+
+// An AttentionGraph's arrays as kernels see them, in host or device memory.
+struct AttentionView {
+  std::int64_t rows = 0, cols = 0;
+  EdgeId nnz = 0;
+  const EdgeId* offsets = nullptr;    // [rows + 1]
+  const NodeId* indices = nullptr;    // [nnz]
+  const EdgeId* t_offsets = nullptr;  // [cols + 1]
+  const NodeId* t_rows = nullptr;     // [nnz]
+  const EdgeId* t_edge = nullptr;     // [nnz]
+};
 
 // The structure attention runs over: rows x cols with a self-loop on every row (column u of row
 // u: rows are the first columns), columns sorted in each row; and its transpose, whose entries
@@ -33,6 +45,11 @@ struct AttentionGraph {
   std::vector<EdgeId> t_edge;     // [nnz]: the edge each transposed entry mirrors
 
   EdgeId nnz() const { return offsets.empty() ? 0 : offsets.back(); }
+  // Views of the arrays (host memory), valid while this lives unchanged.
+  AttentionView view() const {
+    return {rows,          cols,         nnz(), offsets.data(), indices.data(), t_offsets.data(),
+            t_rows.data(), t_edge.data()};
+  }
 };
 
 // g's rows (owned nodes, columns over [0, cols) with the owned rows first) plus a self-loop on
@@ -49,20 +66,28 @@ void head_dots_backward(std::int64_t n, int heads, int width, const float* z, co
 
 // alpha [nnz x H]: the edge softmax of LeakyReLU(el[v] + er[u]) (negative slope `slope`) over
 // each row, the row's maximum subtracted first so no exponent overflows.
-void gat_edge_softmax(const AttentionGraph& g, int heads, const float* el, const float* er,
+void gat_edge_softmax(const AttentionView& g, int heads, const float* el, const float* er,
                       float slope, float* alpha);
 // out [rows x H*F] = per head, the alpha-weighted sum of the rows of z [cols x H*F] each row's
 // edges name.
-void gat_aggregate(const AttentionGraph& g, int heads, int width, const float* alpha,
-                   const float* z, float* out);
-// Backward of gat_aggregate: dalpha[e, h] = <dout[u, h, :], z[v, h, :]> (written) and
-// dz[v, h, :] += sum over v's edges of alpha[e, h] dout[u, h, :] (accumulated).
-void gat_aggregate_backward(const AttentionGraph& g, int heads, int width, const float* alpha,
+void gat_aggregate(const AttentionView& g, int heads, int width, const float* alpha, const float* z,
+                   float* out);
+// Backward of gat_aggregate: dz[v, h, :] += sum over v's edges of alpha[e, h] dout[u, h, :]
+// (accumulated), then dalpha[e, h] = <dout[u, h, :], z[v, h, :]> (written; dalpha may be alpha,
+// so a dropped-out alpha's buffer takes its own gradient).
+void gat_aggregate_backward(const AttentionView& g, int heads, int width, const float* alpha,
                             const float* z, const float* dout, float* dalpha, float* dz);
 // Backward of gat_edge_softmax, from d(alpha) (overwritten with d(score)): del [cols x H] and
 // der [rows x H] receive the gradients of el and er (accumulated).
-void gat_edge_softmax_backward(const AttentionGraph& g, int heads, const float* el, const float* er,
+void gat_edge_softmax_backward(const AttentionView& g, int heads, const float* el, const float* er,
                                float slope, const float* alpha, float* dalpha, float* del,
                                float* der);
+
+// Attention dropout in place on x [nnz x H]: x[e, h] *= keep / (1 - p), keep iff
+// dropout_u16(key, id(u) << 32 | id(v), h) >= dropout_threshold(p) for edge e = u <- v, id = ids
+// (global node ids, so every rank count draws the same mask) or the identity when ids is null.
+// Applying it to d(x) is its backward.
+void gat_edge_dropout(const AttentionView& g, int heads, float p, PhiloxKey key, const NodeId* ids,
+                      float* x);
 
 }  // namespace halo

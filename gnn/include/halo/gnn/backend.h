@@ -23,6 +23,8 @@
 
 namespace halo {
 
+struct AttentionView;  // attention.h (not included: CUDA sources compile this header)
+
 struct AdamStep {
   float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float weight_decay = 0.f;  // L2 added to the gradient, as torch.optim.Adam does
@@ -155,6 +157,40 @@ class Backend {
   // dst[i] = from_bf16(src[i]) for i < n (exact), both in this backend's memory.
   void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst);
 
+  // Graph attention (attention.h states the maths and the memory plan). H heads of width F: z is
+  // [n x H*F], a per-head vector set [H x F], per-node terms [n x H], per-edge arrays [nnz x H];
+  // A (an AttentionView) in this backend's memory. Deterministic: gathers only.
+  // t = the per-head dots of z's rows with a.
+  void gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t);
+  // dz += dt a per head; da += the sum over rows of dt z (double per head). dz like z, da like a.
+  void gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
+                              const MatrixView& dz, const MatrixView& da);
+  // alpha = the edge softmax over each row of LeakyReLU(el[v] + er[u]) (negative slope `slope`);
+  // el [A.cols x H], er [A.rows x H], alpha [A.nnz x H].
+  void gat_edge_softmax(const AttentionView& A, const MatrixView& el, const MatrixView& er,
+                        float slope, const MatrixView& alpha);
+  // Its backward: dalpha (in: d(alpha); out: d(score)); del and der accumulate (el's and er's
+  // shapes).
+  void gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el, const MatrixView& er,
+                                 float slope, const MatrixView& alpha, const MatrixView& dalpha,
+                                 const MatrixView& del, const MatrixView& der);
+  // out [A.rows x H*F] = per head, the alpha-weighted sum of the rows of z [A.cols x H*F].
+  void gat_aggregate(const AttentionView& A, const MatrixView& alpha, const MatrixView& z,
+                     const MatrixView& out);
+  // Its backward: dz += (accumulated), then dalpha = (written; dalpha may be alpha itself).
+  void gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha, const MatrixView& z,
+                              const MatrixView& dout, const MatrixView& dalpha,
+                              const MatrixView& dz);
+  // Attention dropout on x [A.nnz x H] in place, keyed by the edge's (global) node ids: ids[local]
+  // for both ends, or the identity when ids is null. Applying it to d(x) is its backward.
+  void gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p, PhiloxKey key,
+                        const NodeId* ids);
+  // Y = ELU(Y) = Y > 0 ? Y : exp(Y) - 1, in place.
+  void elu(const MatrixView& Y);
+  // dY *= ELU's slope from its output: 1 where Y > 0, else Y * y_scale + 1. y_scale undoes a
+  // dropout applied after the ELU (1 - p; 1 without dropout), whose zeros dY already has.
+  void elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale);
+
  private:
   // The ops' implementations, called once the public op's checks have passed (same arguments).
   // The defaults compose other (public) ops.
@@ -216,6 +252,26 @@ class Backend {
   virtual void do_fill(const MatrixView& X, float v) = 0;
   virtual void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
   virtual void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
+  // Graph attention: a backend without these kernels throws SystemError naming itself.
+  virtual void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t);
+  virtual void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,
+                                         const MatrixView& dt, const MatrixView& dz,
+                                         const MatrixView& da);
+  virtual void do_gat_edge_softmax(const AttentionView& A, const MatrixView& el,
+                                   const MatrixView& er, float slope, const MatrixView& alpha);
+  virtual void do_gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
+                                            const MatrixView& er, float slope,
+                                            const MatrixView& alpha, const MatrixView& dalpha,
+                                            const MatrixView& del, const MatrixView& der);
+  virtual void do_gat_aggregate(const AttentionView& A, const MatrixView& alpha,
+                                const MatrixView& z, const MatrixView& out);
+  virtual void do_gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
+                                         const MatrixView& z, const MatrixView& dout,
+                                         const MatrixView& dalpha, const MatrixView& dz);
+  virtual void do_gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p,
+                                   PhiloxKey key, const NodeId* ids);
+  virtual void do_elu(const MatrixView& Y);
+  virtual void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale);
 };
 
 // The CPU backend (process-wide; thread count from OpenMP).

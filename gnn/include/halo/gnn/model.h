@@ -1,8 +1,9 @@
 // GNN models written once against the Backend: a stack of GCN or GraphSAGE-mean layers with
-// optional batch norm, ReLU and dropout between them, explicit backward, and parameters that an
-// optimiser steps. A layer sees its input rows as [owned | halo]: the Exchanger (nothing in a
-// single process, MPI or NCCL in the runtime) fills the halo rows before aggregation and sends
-// their gradients back to their owners after it.
+// optional batch norm, ReLU and dropout between them, or of GAT layers (multi-head attention, ELU
+// and dropout between them); explicit backward, and parameters that an optimiser steps. A layer
+// sees its input rows as [owned | halo]: the Exchanger (nothing in a single process, MPI or NCCL in
+// the runtime) fills the halo rows before aggregation and sends their gradients back to their
+// owners after it.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "halo/gnn/attention.h"
 #include "halo/gnn/backend.h"
 #include "halo/gnn/graph_op.h"
 
 namespace halo {
 
-// The layer type: GCN (symmetric normalisation) or GraphSAGE-mean.
-enum class ModelKind { kGcn, kSage };
-// "gcn" | "sage" (the --model spellings); throws ParamError naming the expected ones.
+// The layer type: GCN (symmetric normalisation), GraphSAGE-mean or GAT (graph attention).
+enum class ModelKind { kGcn, kSage, kGat };
+// "gcn" | "sage" | "gat" (the --model spellings); throws ParamError naming the expected ones.
 ModelKind parse_model_kind(std::string_view s);
 // The --model spelling of k, as logs and checkpoint keys record it.
 const char* to_string(ModelKind k);
@@ -31,6 +33,13 @@ struct ModelConfig {
   bool input_dropout = false;  // dropout on the input features too (Kipf & Welling)
   bool batch_norm = false;     // between layers
   float bn_momentum = 0.1f, bn_eps = 1e-5f;
+  // GAT: hidden layers have `heads` heads of width `hidden` (concatenated: heads * hidden wide),
+  // the output layer `out_heads` heads of width `out` (averaged); dropout on the attention
+  // coefficients; a residual term (x W_res, or x when the widths match) added before the bias.
+  int heads = 1, out_heads = 1;
+  float attn_dropout = 0.f;
+  bool residual = false;
+  float negative_slope = 0.2f;  // LeakyReLU's on the attention logits
   // Throws ParamError for impossible values.
   void check() const;
 };
@@ -66,6 +75,7 @@ struct GraphContext {
   std::int64_t owned = 0, all = 0;     // rows of a layer's output, and of its input with halo
   std::int64_t inner = 0;              // rows [0, inner) aggregate owned rows only (no halo)
   OperatorView gcn, mean;              // in the memory of the backend the model runs with
+  AttentionView attention;             // GAT: owned rows over [owned | halo] columns, self-loops
   const NodeId* global_ids = nullptr;  // per local row, keys the dropout masks
   std::int64_t global_nodes = 0;       // batch-norm statistics are over all nodes
   Exchanger* exchange = nullptr;       // null when all == owned
@@ -106,14 +116,25 @@ class Model {
  private:
   struct Layer;
   struct Work;
+  struct GatLayer;  // gat.h
+  struct GatWork;
   ModelConfig config_;
   Device device_ = Device::kCpu;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<Work> work_;
+  std::vector<std::unique_ptr<GatLayer>> gat_;  // --model gat: these instead of layers_
+  std::unique_ptr<GatWork> gat_work_;
   Matrix x_drop_;                // the input features after input dropout
   MatrixView input_;             // layer 0's input in the last training forward
   std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
   std::int64_t last_epoch_ = 0;
+
+  // GAT's construction, passes and memory (gat.cc), called by the public functions above.
+  void gat_init(std::uint64_t seed);
+  MatrixView gat_forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
+                         std::uint64_t seed, std::int64_t epoch);
+  void gat_backward(Backend& be, const GraphContext& g, const MatrixView& dlogits);
+  std::int64_t gat_activation_bytes() const;
 };
 
 }  // namespace halo

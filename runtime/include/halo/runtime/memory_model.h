@@ -55,7 +55,10 @@ struct RankShape {
 
 // What the options make the trainer allocate.
 struct ModelShape {
-  bool sage = false;         // GraphSAGE-mean (else GCN)
+  bool sage = false;  // GraphSAGE-mean (else GCN)
+  bool gat = false;   // GAT (then heads, out_heads and residual count)
+  int heads = 1, out_heads = 1;
+  bool residual = false;
   int layers = 2;            // L
   std::int64_t hidden = 16;  // W
   std::int64_t out = 0;      // C: classes, or tasks (multi-label)

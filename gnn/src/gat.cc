@@ -1,0 +1,232 @@
+// GAT layers (Velickovic et al. 2018) of Model: construction, forward, explicit backward and the
+// memory they hold. gat.h has the layer's equations and memory plan; attention.h the kernels'.
+//
+// Partitioned runs: Z's halo rows arrive through the exchange, and each rank computes el for them
+// from those rows (the same bits their owners compute), so no attention term travels. Backward
+// sends d(Z)'s halo rows home, d(el) of halo columns included. The attention vectors' gradients
+// are partial sums over every column a rank sees; the trainer sums them across ranks like any
+// parameter gradient, which makes them the one-process sums. Attention dropout is keyed by the
+// global ids of both ends of an edge, so K ranks draw one process's masks.
+#include "gat.h"
+
+#include <algorithm>
+#include <string>
+
+namespace halo {
+
+using model_util::dropout_key;
+using model_util::glorot;
+using model_util::make_param;
+using model_util::reserve;
+using model_util::shape;
+
+namespace {
+
+// Attention dropout's key slot: after the feature dropouts' slots (0 .. layers <= 31).
+constexpr int kAttentionSlot = 32;
+
+}  // namespace
+
+void Model::gat_init(std::uint64_t seed) {
+  gat_work_ = std::make_unique<GatWork>();
+  GatWork& ws = *gat_work_;
+  for (Matrix* m : {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad[0], &ws.grad[1],
+                    &ws.logits, &x_drop_})
+    m->set_device(device_);
+  const ModelConfig& c = config_;
+  for (int l = 0; l < c.layers; ++l) {
+    auto L = std::make_unique<GatLayer>();
+    L->index = l;
+    L->last = l + 1 == c.layers;
+    L->heads = L->last ? c.out_heads : c.heads;
+    L->width = L->last ? c.out : c.hidden;
+    L->in = l == 0 ? c.in : std::int64_t(c.heads) * c.hidden;
+    const std::int64_t hf = L->heads * L->width;
+    L->out = L->last ? L->width : hf;
+    L->residual = c.residual;
+    L->res_proj = c.residual && L->in != hf;
+    const std::string pre = "layer" + std::to_string(l) + ".";
+    const auto stream = std::uint64_t(l) * 4;
+    L->w = make_param(pre + "weight", glorot(L->in, hf, seed, stream, device_));
+    L->a_src = make_param(pre + "att_src", glorot(L->heads, L->width, seed, stream + 1, device_));
+    L->a_dst = make_param(pre + "att_dst", glorot(L->heads, L->width, seed, stream + 2, device_));
+    if (L->res_proj)
+      L->w_res = make_param(pre + "res_weight", glorot(L->in, hf, seed, stream + 3, device_));
+    L->b = make_param(pre + "bias", Matrix(1, L->out, 0.f, device_));
+    if (L->last && L->heads > 1) {
+      std::vector<float> m(std::size_t(hf * L->width), 0.f);
+      for (std::int64_t h = 0; h < L->heads; ++h)
+        for (std::int64_t f = 0; f < L->width; ++f)
+          m[std::size_t((h * L->width + f) * L->width + f)] = 1.f / float(L->heads);
+      L->head_mean = Matrix(hf, L->width, 0.f, device_);
+      L->head_mean.assign(m);
+    }
+    for (Matrix* m : {&L->z, &L->el, &L->er, &L->alpha, &L->out_kept}) m->set_device(device_);
+    gat_.push_back(std::move(L));
+  }
+}
+
+MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixView& x,
+                              bool training, std::uint64_t seed, std::int64_t epoch) {
+  const ModelConfig& c = config_;
+  GatWork& ws = *gat_work_;
+  const AttentionView& A = g.attention;
+  if (A.rows != g.owned || A.cols != g.all)
+    throw std::logic_error("Model::forward: --model gat needs GraphContext::attention");
+  MatrixView h = x;
+  if (training) {
+    last_seed_ = seed;
+    last_epoch_ = epoch;
+  }
+  if (training && c.input_dropout && c.dropout > 0) {
+    x_drop_.resize(x.rows, x.cols);
+    be.copy(x, x_drop_.view());
+    be.dropout(x_drop_.view(), c.dropout, dropout_key(seed, epoch, 0), g.global_ids);
+    h = x_drop_.view();
+  }
+  if (training) input_ = h;
+  std::int64_t max_heads = 1;
+  for (const auto& L : gat_) max_heads = std::max(max_heads, L->heads);
+  reserve(ws.edge, A.nnz * max_heads);
+  const GatLayer& top = *gat_.back();
+  reserve(ws.concat, top.heads > 1 ? g.owned * top.heads * top.width : 0);
+  reserve(ws.logits, g.owned * top.out);
+  for (auto& L : gat_) {
+    const std::int64_t hf = L->heads * L->width;
+    L->z.resize(g.all, hf);
+    L->el.resize(g.all, L->heads);
+    L->er.resize(g.owned, L->heads);
+    L->alpha.resize(A.nnz, L->heads);
+    if (!L->last) L->out_kept.resize(g.owned, hf);
+  }
+  for (auto& Lp : gat_) {
+    GatLayer& L = *Lp;
+    const std::int64_t hf = L.heads * L.width;
+    const MatrixView z = L.z.view();
+    be.gemm(false, false, 1.f, h, L.w.value.view(), 0.f, z.rows_range(0, g.owned));
+    if (g.exchange) {
+      g.exchange->forward_begin(z, L.index, training);
+      g.exchange->forward_end();
+    }
+    be.gat_head_dots(z, L.a_src.value.view(), L.el.view());
+    be.gat_head_dots(z.rows_range(0, g.owned), L.a_dst.value.view(), L.er.view());
+    be.gat_edge_softmax(A, L.el.view(), L.er.view(), c.negative_slope, L.alpha.view());
+    MatrixView att = L.alpha.view();
+    if (training && c.attn_dropout > 0) {
+      att = shape(ws.edge, A.nnz, L.heads);
+      be.copy(L.alpha.view(), att);
+      be.gat_edge_dropout(A, att, c.attn_dropout,
+                          dropout_key(seed, epoch, kAttentionSlot + L.index), g.global_ids);
+    }
+    const bool mean = L.last && L.heads > 1;
+    const MatrixView o = !L.last ? L.out_kept.view()
+                         : mean  ? shape(ws.concat, g.owned, hf)
+                                 : shape(ws.logits, g.owned, hf);
+    be.gat_aggregate(A, att, z, o);
+    if (L.res_proj)
+      be.gemm(false, false, 1.f, h, L.w_res.value.view(), 1.f, o);
+    else if (L.residual)
+      be.add(h, o);
+    if (L.last) {
+      const MatrixView y = shape(ws.logits, g.owned, L.out);
+      if (mean) be.gemm(false, false, 1.f, o, L.head_mean.view(), 0.f, y);
+      be.add_bias(y, L.b.value.data());
+      return y;
+    }
+    be.add_bias(o, L.b.value.data());
+    be.elu(o);
+    if (training && c.dropout > 0)
+      be.dropout(o, c.dropout, dropout_key(seed, epoch, L.index + 1), g.global_ids);
+    h = o;
+  }
+  throw std::logic_error("Model::forward: a GAT model without layers");
+}
+
+void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {
+  const ModelConfig& c = config_;
+  GatWork& ws = *gat_work_;
+  const AttentionView& A = g.attention;
+  std::int64_t widest = 0, widest_in = 0, max_heads = 1;
+  for (const auto& L : gat_) {
+    widest = std::max(widest, L->heads * L->width);
+    if (L->index > 0) widest_in = std::max(widest_in, L->in);
+    max_heads = std::max(max_heads, L->heads);
+  }
+  reserve(ws.dz, g.all * widest);
+  reserve(ws.del, g.all * max_heads);
+  reserve(ws.der, g.owned * max_heads);
+  reserve(ws.grad[0], g.owned * widest_in);
+  reserve(ws.grad[1], g.owned * widest_in);
+  MatrixView dy = dlogits;  // the caller's: never modified
+  int cur = 0;
+  for (int l = int(gat_.size()) - 1; l >= 0; --l) {
+    GatLayer& L = *gat_[std::size_t(l)];
+    const std::int64_t hf = L.heads * L.width;
+    const MatrixView x = l == 0 ? input_ : gat_[std::size_t(l - 1)]->out_kept.view();
+    MatrixView dcat = dy;
+    if (L.last) {
+      be.column_sums(dy, L.b.grad.data());
+      if (L.heads > 1) {
+        dcat = shape(ws.concat, g.owned, hf);
+        be.gemm(false, true, 1.f, dy, L.head_mean.view(), 0.f, dcat);
+      }
+    } else {  // dy is this layer's output's gradient, in grad[cur]: undo dropout and ELU
+      if (c.dropout > 0)
+        be.dropout(dy, c.dropout, dropout_key(last_seed_, last_epoch_, L.index + 1), g.global_ids);
+      be.elu_backward(L.out_kept.view(), dy, 1.f - c.dropout);
+      be.column_sums(dy, L.b.grad.data());
+    }
+    if (L.res_proj) be.gemm(true, false, 1.f, x, dcat, 0.f, L.w_res.grad.view());
+    // d(Z) from the aggregation and from the attention logits, then home for the halo rows.
+    const MatrixView dz = shape(ws.dz, g.all, hf);
+    be.fill(dz, 0.f);
+    const MatrixView edge = shape(ws.edge, A.nnz, L.heads);
+    const PhiloxKey akey = dropout_key(last_seed_, last_epoch_, kAttentionSlot + L.index);
+    if (c.attn_dropout > 0) {
+      be.copy(L.alpha.view(), edge);  // alpha' again, then its own gradient in its place
+      be.gat_edge_dropout(A, edge, c.attn_dropout, akey, g.global_ids);
+      be.gat_aggregate_backward(A, edge, L.z.view(), dcat, edge, dz);
+      be.gat_edge_dropout(A, edge, c.attn_dropout, akey, g.global_ids);
+    } else {
+      be.gat_aggregate_backward(A, L.alpha.view(), L.z.view(), dcat, edge, dz);
+    }
+    const MatrixView del = shape(ws.del, g.all, L.heads), der = shape(ws.der, g.owned, L.heads);
+    be.fill(del, 0.f);
+    be.fill(der, 0.f);
+    be.gat_edge_softmax_backward(A, L.el.view(), L.er.view(), c.negative_slope, L.alpha.view(),
+                                 edge, del, der);
+    be.fill(L.a_src.grad.view(), 0.f);
+    be.fill(L.a_dst.grad.view(), 0.f);
+    be.gat_head_dots_backward(L.z.view(), L.a_src.value.view(), del, dz, L.a_src.grad.view());
+    be.gat_head_dots_backward(L.z.view().rows_range(0, g.owned), L.a_dst.value.view(), der, dz,
+                              L.a_dst.grad.view());
+    if (g.exchange) {
+      g.exchange->backward_begin(dz, L.index);
+      g.exchange->backward_end(dz);
+    }
+    const MatrixView dz_own = dz.rows_range(0, g.owned);
+    be.gemm(true, false, 1.f, x, dz_own, 0.f, L.w.grad.view());
+    if (l == 0) break;
+    const MatrixView dx = shape(ws.grad[1 - cur], g.owned, L.in);
+    be.gemm(false, true, 1.f, dz_own, L.w.value.view(), 0.f, dx);
+    if (L.res_proj)
+      be.gemm(false, true, 1.f, dcat, L.w_res.value.view(), 1.f, dx);
+    else if (L.residual)
+      be.add(dcat, dx);
+    cur = 1 - cur;
+    dy = dx;
+  }
+}
+
+std::int64_t Model::gat_activation_bytes() const {
+  const GatWork& ws = *gat_work_;
+  std::int64_t floats = x_drop_.size();
+  for (const Matrix* m :
+       {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad[0], &ws.grad[1], &ws.logits})
+    floats += m->size();
+  for (const auto& L : gat_)
+    floats += L->z.size() + L->el.size() + L->er.size() + L->alpha.size() + L->out_kept.size();
+  return floats * std::int64_t(sizeof(float));
+}
+
+}  // namespace halo

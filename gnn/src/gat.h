@@ -1,0 +1,60 @@
+// Private to gnn/src: the GAT layer's state (gat.cc) and the helpers model.cc shares with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "halo/gnn/model.h"
+
+namespace halo {
+namespace model_util {
+
+// Glorot-uniform [in x out] weights from Philox keyed by (seed, stream), drawn on the host (the
+// same numbers for every device) and placed on `device`.
+Matrix glorot(std::int64_t in, std::int64_t out, std::uint64_t seed, std::uint64_t stream,
+              Device device);
+// A parameter with zeroed gradient and Adam moments beside `value`, in its memory.
+Param make_param(std::string name, Matrix value);
+// The dropout key of a (seed, epoch, slot): slot 0 is the input, l + 1 layer l's output.
+PhiloxKey dropout_key(std::uint64_t seed, std::int64_t epoch, int slot);
+// A rows x cols view of m's storage; throws std::logic_error when it does not fit (a memory-plan
+// bug, never papered over by reallocating live rows).
+MatrixView shape(Matrix& m, std::int64_t rows, std::int64_t cols);
+// Grows m to at least n floats (contents lost).
+void reserve(Matrix& m, std::int64_t n);
+
+}  // namespace model_util
+
+// One GAT layer: H heads of width F over an input of width `in`.
+//   forward:  Z = [X W | halo rows]  (exchange)       kept: z [all x H*F]
+//             el = <Z, a_src>, er = <Z_owned, a_dst>    kept: el [all x H], er [owned x H]
+//             alpha = edge softmax of LeakyReLU(el[v] + er[u])   kept: alpha [nnz x H]
+//             O = sum alpha' Z per head (alpha' = attention dropout of alpha, transient)
+//             (+ X W_res or X) + b, then hidden: ELU, dropout -> `out` (kept: the next input)
+//                                         last: the mean over heads (a GEMM by `head_mean`) + b
+// Memory plan: per layer z, el, er, alpha and (hidden) the output; one transient [nnz x H] slab
+// shared by every layer holds alpha' in forward and the edge gradient in backward (which
+// rebuilds alpha' there from alpha and the keyed mask, so nothing else per edge is kept).
+struct Model::GatLayer {
+  int index = 0;
+  bool last = false;
+  std::int64_t in = 0, heads = 1, width = 0;  // H*F = heads * width
+  std::int64_t out = 0;                       // H*F (hidden) or F (last: heads averaged)
+  bool res_proj = false;                      // residual through W_res (widths differ)
+  bool residual = false;
+  Param w, a_src, a_dst, b, w_res;
+  Matrix head_mean;  // last layer with H > 1: [H*F x F], 1/H where the column is the feature
+  Matrix z, el, er, alpha, out_kept;  // out_kept: hidden layers' output (after ELU and dropout)
+};
+
+// Slabs the GAT layers share, sized by gat_forward and reused every epoch.
+struct Model::GatWork {
+  Matrix edge;    // [nnz x H]: alpha' in forward, d(alpha) then d(score) in backward
+  Matrix concat;  // the last layer's heads before their mean, then their gradient
+  Matrix dz;      // [all x H*F]: d(Z), halo rows sent home
+  Matrix del, der;
+  Matrix grad[2];  // gradients between layers (ping-pong)
+  Matrix logits;
+};
+
+}  // namespace halo
