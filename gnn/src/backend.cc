@@ -340,7 +340,7 @@ void Backend::gat_head_dots_backward(const MatrixView& z, const MatrixView& a, c
       a.rows > 0 && a.cols > 0 && z.cols == a.rows * a.cols && dt.rows == z.rows &&
           dt.cols == a.rows && dz.rows >= z.rows && dz.cols == z.cols && same_shape(da, a),
       "z n x H*F, a and da H x F, dt n x H, dz at least z's rows");
-  timed("gat_backward", [&] { do_gat_head_dots_backward(z, a, dt, dz, da); });
+  timed("gat_head_dots_backward", [&] { do_gat_head_dots_backward(z, a, dt, dz, da); });
 }
 
 void Backend::gat_edge_softmax(const AttentionView& A, const MatrixView& el, const MatrixView& er,
@@ -373,7 +373,7 @@ void Backend::gat_edge_softmax_backward(const AttentionView& A, const MatrixView
                 er.cols == el.cols && alpha.cols == el.cols && same_shape(dalpha, alpha) &&
                 same_shape(del, el) && same_shape(der, er) && !overlap(dalpha, alpha),
             "el and del A.cols x H, er and der A.rows x H, alpha and dalpha nnz x H, apart");
-  timed("gat_backward",
+  timed("gat_softmax_backward",
         [&] { do_gat_edge_softmax_backward(A, el, er, slope, alpha, dalpha, del, der); });
 }
 
@@ -404,7 +404,8 @@ void Backend::gat_aggregate_backward(const AttentionView& A, const MatrixView& a
                 !overlap(dz, dout) && (dalpha.data == alpha.data || !overlap(dalpha, alpha)),
             "alpha and dalpha nnz x H (equal or apart), z and dz A.cols x H*F apart, dout "
             "A.rows x H*F");
-  timed("gat_backward", [&] { do_gat_aggregate_backward(A, alpha, z, dout, dalpha, dz); });
+  timed("gat_aggregate_backward",
+        [&] { do_gat_aggregate_backward(A, alpha, z, dout, dalpha, dz); });
 }
 
 void Backend::gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p, PhiloxKey key,

@@ -30,8 +30,7 @@ constexpr int kAttentionSlot = 32;
 void Model::gat_init(std::uint64_t seed) {
   gat_work_ = std::make_unique<GatWork>();
   GatWork& ws = *gat_work_;
-  for (Matrix* m : {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad[0], &ws.grad[1],
-                    &ws.logits, &x_drop_})
+  for (Matrix* m : {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad, &ws.logits, &x_drop_})
     m->set_device(device_);
   const ModelConfig& c = config_;
   for (int l = 0; l < c.layers; ++l) {
@@ -97,7 +96,7 @@ MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixVi
     L->el.resize(g.all, L->heads);
     L->er.resize(g.owned, L->heads);
     L->alpha.resize(A.nnz, L->heads);
-    if (!L->last) L->out_kept.resize(g.owned, hf);
+    if (!L->last) reserve(L->out_kept, g.all * hf);  // backward puts d(Z) there, halo rows too
   }
   for (auto& Lp : gat_) {
     GatLayer& L = *Lp;
@@ -119,7 +118,7 @@ MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixVi
                           dropout_key(seed, epoch, kAttentionSlot + L.index), g.global_ids);
     }
     const bool mean = L.last && L.heads > 1;
-    const MatrixView o = !L.last ? L.out_kept.view()
+    const MatrixView o = !L.last ? shape(L.out_kept, g.owned, hf)
                          : mean  ? shape(ws.concat, g.owned, hf)
                                  : shape(ws.logits, g.owned, hf);
     be.gat_aggregate(A, att, z, o);
@@ -146,23 +145,21 @@ void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& d
   const ModelConfig& c = config_;
   GatWork& ws = *gat_work_;
   const AttentionView& A = g.attention;
-  std::int64_t widest = 0, widest_in = 0, max_heads = 1;
+  std::int64_t widest_in = 0, max_heads = 1;
   for (const auto& L : gat_) {
-    widest = std::max(widest, L->heads * L->width);
     if (L->index > 0) widest_in = std::max(widest_in, L->in);
     max_heads = std::max(max_heads, L->heads);
   }
-  reserve(ws.dz, g.all * widest);
+  const GatLayer& top = *gat_.back();
+  reserve(ws.dz, g.all * top.heads * top.width);
   reserve(ws.del, g.all * max_heads);
   reserve(ws.der, g.owned * max_heads);
-  reserve(ws.grad[0], g.owned * widest_in);
-  reserve(ws.grad[1], g.owned * widest_in);
+  reserve(ws.grad, g.owned * widest_in);
   MatrixView dy = dlogits;  // the caller's: never modified
-  int cur = 0;
   for (int l = int(gat_.size()) - 1; l >= 0; --l) {
     GatLayer& L = *gat_[std::size_t(l)];
     const std::int64_t hf = L.heads * L.width;
-    const MatrixView x = l == 0 ? input_ : gat_[std::size_t(l - 1)]->out_kept.view();
+    const MatrixView x = l == 0 ? input_ : shape(gat_[std::size_t(l - 1)]->out_kept, g.owned, L.in);
     MatrixView dcat = dy;
     if (L.last) {
       be.column_sums(dy, L.b.grad.data());
@@ -170,15 +167,16 @@ void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& d
         dcat = shape(ws.concat, g.owned, hf);
         be.gemm(false, true, 1.f, dy, L.head_mean.view(), 0.f, dcat);
       }
-    } else {  // dy is this layer's output's gradient, in grad[cur]: undo dropout and ELU
+    } else {  // dy is this layer's output's gradient, in grad: undo dropout and ELU
       if (c.dropout > 0)
         be.dropout(dy, c.dropout, dropout_key(last_seed_, last_epoch_, L.index + 1), g.global_ids);
-      be.elu_backward(L.out_kept.view(), dy, 1.f - c.dropout);
+      be.elu_backward(shape(L.out_kept, g.owned, hf), dy, 1.f - c.dropout);
       be.column_sums(dy, L.b.grad.data());
     }
     if (L.res_proj) be.gemm(true, false, 1.f, x, dcat, 0.f, L.w_res.grad.view());
-    // d(Z) from the aggregation and from the attention logits, then home for the halo rows.
-    const MatrixView dz = shape(ws.dz, g.all, hf);
+    // d(Z) from the aggregation and from the attention logits, then home for the halo rows: in
+    // a hidden layer's output slab, dead once its ELU is undone (the layer above read it).
+    const MatrixView dz = L.last ? shape(ws.dz, g.all, hf) : shape(L.out_kept, g.all, hf);
     be.fill(dz, 0.f);
     const MatrixView edge = shape(ws.edge, A.nnz, L.heads);
     const PhiloxKey akey = dropout_key(last_seed_, last_epoch_, kAttentionSlot + L.index);
@@ -207,13 +205,18 @@ void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& d
     const MatrixView dz_own = dz.rows_range(0, g.owned);
     be.gemm(true, false, 1.f, x, dz_own, 0.f, L.w.grad.view());
     if (l == 0) break;
-    const MatrixView dx = shape(ws.grad[1 - cur], g.owned, L.in);
-    be.gemm(false, true, 1.f, dz_own, L.w.value.view(), 0.f, dx);
-    if (L.res_proj)
+    // d(input) into the one gradient slab. A hidden layer's d(out) is there, read only by an
+    // identity residual, which the product adds to in place (beta = 1); hidden layers above the
+    // first have in = heads * hidden, so they never project their residual.
+    const MatrixView dx = shape(ws.grad, g.owned, L.in);
+    if (!L.last && L.res_proj)
+      throw std::logic_error("Model::backward: a projected hidden residual");
+    const bool in_place = !L.last && L.residual;
+    be.gemm(false, true, 1.f, dz_own, L.w.value.view(), in_place ? 1.f : 0.f, dx);
+    if (L.last && L.res_proj)
       be.gemm(false, true, 1.f, dcat, L.w_res.value.view(), 1.f, dx);
-    else if (L.residual)
+    else if (L.last && L.residual)
       be.add(dcat, dx);
-    cur = 1 - cur;
     dy = dx;
   }
 }
@@ -221,8 +224,7 @@ void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& d
 std::int64_t Model::gat_activation_bytes() const {
   const GatWork& ws = *gat_work_;
   std::int64_t floats = x_drop_.size();
-  for (const Matrix* m :
-       {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad[0], &ws.grad[1], &ws.logits})
+  for (const Matrix* m : {&ws.edge, &ws.concat, &ws.dz, &ws.del, &ws.der, &ws.grad, &ws.logits})
     floats += m->size();
   for (const auto& L : gat_)
     floats += L->z.size() + L->el.size() + L->er.size() + L->alpha.size() + L->out_kept.size();

@@ -35,6 +35,8 @@ void reserve(Matrix& m, std::int64_t n);
 // Memory plan: per layer z, el, er, alpha and (hidden) the output; one transient [nnz x H] slab
 // shared by every layer holds alpha' in forward and the edge gradient in backward (which
 // rebuilds alpha' there from alpha and the keyed mask, so nothing else per edge is kept).
+// Backward adds one [owned x widest input] gradient slab (d(out) of a hidden layer becomes its
+// d(input) in place) and the last layer's d(Z); a hidden layer's d(Z) reuses its output's slab.
 struct Model::GatLayer {
   int index = 0;
   bool last = false;
@@ -44,16 +46,18 @@ struct Model::GatLayer {
   bool residual = false;
   Param w, a_src, a_dst, b, w_res;
   Matrix head_mean;  // last layer with H > 1: [H*F x F], 1/H where the column is the feature
-  Matrix z, el, er, alpha, out_kept;  // out_kept: hidden layers' output (after ELU and dropout)
+  // out_kept: a hidden layer's output (after ELU and dropout), [owned x H*F] cut from a slab of
+  // [all x H*F]: backward writes the layer's d(Z) there once the ELU is undone.
+  Matrix z, el, er, alpha, out_kept;
 };
 
 // Slabs the GAT layers share, sized by gat_forward and reused every epoch.
 struct Model::GatWork {
   Matrix edge;    // [nnz x H]: alpha' in forward, d(alpha) then d(score) in backward
   Matrix concat;  // the last layer's heads before their mean, then their gradient
-  Matrix dz;      // [all x H*F]: d(Z), halo rows sent home
+  Matrix dz;      // the last layer's d(Z) [all x H*F] (a hidden layer's goes in its out_kept)
   Matrix del, der;
-  Matrix grad[2];  // gradients between layers (ping-pong)
+  Matrix grad;  // the gradient between layers: d(input), which is the layer below's d(out)
   Matrix logits;
 };
 

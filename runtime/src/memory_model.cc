@@ -317,7 +317,8 @@ std::int64_t prediction_bytes(const RankShape& r, const ModelShape& m) {
 }
 
 // --model gat (gnn/src/gat.h's memory plan): the attention graph instead of an operator, and per
-// layer Z, el, er, alpha and a hidden layer's output kept; shared edge, d(Z) and gradient slabs.
+// layer Z, el, er, alpha and a hidden layer's output kept (in a slab that later takes its d(Z));
+// the shared edge slab, the last layer's d(Z) and one gradient slab.
 void gat_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
   const std::int64_t n = r.owned, all = r.owned + r.halo, f = r.features, c = m.out;
   const std::int64_t nnz = r.nnz + n;  // a self-loop per row
@@ -325,15 +326,14 @@ void gat_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
   // AttentionGraph: offsets and transposed offsets (int64), indices and transposed rows (int32),
   // the transposed entries' edge ids (int64).
   est.op = kOffset * (n + 1) + kOffset * (all + 1) + (4 + 4 + 8) * nnz;
-  std::int64_t act = 0, widest = 0, widest_in = 0, max_heads = 1, params = 0;
+  std::int64_t act = 0, widest_in = 0, max_heads = 1, params = 0;
   std::vector<std::int64_t> widths;
   for (int l = 0; l < L; ++l) {
     const bool last = l + 1 == L;
     const std::int64_t heads = last ? m.out_heads : m.heads, width = last ? c : m.hidden;
     const std::int64_t hf = heads * width, in = l == 0 ? f : std::int64_t(m.heads) * m.hidden;
     act += kFloat * (all * hf + all * heads + n * heads + nnz * heads);  // z, el, er, alpha
-    if (!last) act += kFloat * n * hf;                                   // the output
-    widest = std::max(widest, hf);
+    if (!last) act += kFloat * all * hf;  // the output, in a slab that later takes its d(Z)
     if (l > 0) widest_in = std::max(widest_in, in);
     max_heads = std::max(max_heads, heads);
     params += in * hf * (m.residual && in != hf ? 2 : 1) + 2 * hf + (last ? width : hf);
@@ -344,9 +344,8 @@ void gat_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
   act += kFloat * (nnz * max_heads + (m.out_heads > 1 ? n * top : 0) + n * c);  // edge, concat
   if (m.input_dropout && m.dropout > 0) act += kFloat * n * f;                  // x_drop_
   est.activations = act;
-  // d(Z), d(el), d(er), the two gradients between layers, and the trainer's dlogits.
-  est.gradients =
-      kFloat * (all * widest + all * max_heads + n * max_heads + 2 * n * widest_in + n * c);
+  // The last layer's d(Z), d(el), d(er), the gradient between layers, the trainer's dlogits.
+  est.gradients = kFloat * (all * top + all * max_heads + n * max_heads + n * widest_in + n * c);
   const bool exchanges = r.ranks > 1;
   if (exchanges)
     est.exchange = exchange_peak(widths, false, r.send_rows, r.halo, m.halo_bf16, m.halo_staleness);

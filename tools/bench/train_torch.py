@@ -83,9 +83,7 @@ import torch.nn.functional as F  # noqa: E402
 # torch 1.13 warns once that sparse CSR support is "beta"; it works for what is used here.
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 
-HEADER_BYTES = 64
-DTYPES = {1: np.int8, 2: np.int32, 3: np.int64, 4: np.float32, 5: np.float64}
-DTYPE_NAMES = {"int8": 1, "int32": 2, "int64": 3, "float32": 4, "float64": 5}
+import native  # noqa: E402  (tools/bench/native.py: the native dataset reader)
 
 
 def fail(msg):
@@ -94,32 +92,11 @@ def fail(msg):
 
 
 def load_array(ds, meta, name):
-    """Reads NAME.bin: checks the 64-byte header against meta.json, returns the payload (one copy)."""
-    info = meta["arrays"].get(name)
-    if info is None:
-        fail(f"{ds}: meta.json has no array '{name}'")
-    path = os.path.join(ds, info["file"])
-    with open(path, "rb") as f:
-        head = f.read(HEADER_BYTES)
-    if len(head) != HEADER_BYTES or head[:8] != b"HALOARR1":
-        fail(f"{path}: not a halo array file")
-    version = int.from_bytes(head[8:12], "little")
-    dtype = int.from_bytes(head[12:16], "little")
-    rows = int.from_bytes(head[16:24], "little")
-    cols = int.from_bytes(head[24:32], "little")
-    payload = int.from_bytes(head[40:48], "little")
-    if version != 1 or dtype not in DTYPES:
-        fail(f"{path}: unsupported version {version} / dtype {dtype}")
-    if DTYPE_NAMES.get(info["dtype"]) != dtype or [rows, cols] != list(info["shape"]):
-        fail(f"{path}: header disagrees with meta.json")
-    np_dtype = DTYPES[dtype]
-    if payload != rows * cols * np.dtype(np_dtype).itemsize:
-        fail(f"{path}: payload size {payload} != rows x cols x itemsize")
-    if os.path.getsize(path) != HEADER_BYTES + payload:
-        fail(f"{path}: truncated: expected {HEADER_BYTES + payload} bytes, "
-             f"found {os.path.getsize(path)}")
-    a = np.fromfile(path, dtype=np_dtype, count=rows * cols, offset=HEADER_BYTES)
-    return a.reshape(rows, cols) if cols > 1 else a
+    """NAME.bin's payload, checked against meta.json; a bad file ends the run in one line."""
+    try:
+        return native.load_array(ds, meta, name)
+    except native.DatasetError as e:
+        fail(str(e))
 
 
 def build_adjacency(offsets, indices, weights, n, layout):

@@ -73,7 +73,7 @@ void gat_edge_softmax(const AttentionView& g, int heads, const float* el, const 
 void gat_aggregate(const AttentionView& g, int heads, int width, const float* alpha, const float* z,
                    float* out);
 // Backward of gat_aggregate: dz[v, h, :] += sum over v's edges of alpha[e, h] dout[u, h, :]
-// (accumulated), then dalpha[e, h] = <dout[u, h, :], z[v, h, :]> (written; dalpha may be alpha,
+// (accumulated) and dalpha[e, h] = <dout[u, h, :], z[v, h, :]> (written; dalpha may be alpha,
 // so a dropped-out alpha's buffer takes its own gradient).
 void gat_aggregate_backward(const AttentionView& g, int heads, int width, const float* alpha,
                             const float* z, const float* dout, float* dalpha, float* dz);
