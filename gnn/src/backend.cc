@@ -430,7 +430,7 @@ void Backend::elu_backward(const MatrixView& Y, const MatrixView& dY, float y_sc
 namespace {
 [[noreturn]] void no_gat(const Backend& be) {
   throw SystemError(std::string("the ") + be.name() +
-                    " backend has no graph-attention kernels yet (--model gat runs on the CPU)");
+                    " backend has no graph-attention kernels");
 }
 }  // namespace
 

@@ -17,7 +17,11 @@
 //   sequential loop, so the result is bitwise the CPU's, with parallelism over destinations x
 //   columns instead of columns alone.
 // - dropout draws dropout_u16 exactly (one Philox call per 8 columns, as the CPU's AVX2 path),
-//   so masks are bitwise the CPU's.
+//   so masks are bitwise the CPU's; so does attention dropout (per edge and head).
+// - graph attention: gathers only, as on the CPU. A row's (or a column's) sums run in edge
+//   order in one thread, or over one warp's lanes combined by a fixed shuffle tree; the
+//   attention vectors' gradients are column reductions (fixed row blocks in double, then the
+//   blocks in order).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "halo/gnn/attention_view.h"
 #include "halo/gnn/bf16.h"
 #include "halo/gnn/cuda_check.h"
 #include "halo/gnn/device.h"
@@ -225,6 +230,196 @@ __global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys,
       acc += src[std::int64_t(order[k]) * cols + c];
     *out = acc;
   }
+}
+
+// ---- graph attention ------------------------------------------------------------------------
+
+__device__ inline float warp_sum_f(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ inline float leaky(float x, float slope) { return x > 0.f ? x : slope * x; }
+
+// t[r, h] = <z[r, h, :], a[h, :]>, one thread per (row, head).
+__global__ void gat_head_dots_kernel(const float* z, const float* a, std::int64_t n, int heads,
+                                     int width, float* t) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  for (std::int64_t i = grid_start(); i < n * heads; i += grid_stride()) {
+    const std::int64_t r = div_of(i, heads), h = i - r * heads;
+    const float* zr = z + r * hf + h * width;
+    const float* ah = a + h * width;
+    float s = 0.f;
+    for (int f = 0; f < width; ++f) s += zr[f] * ah[f];
+    t[i] = s;
+  }
+}
+
+// dz[r, j] += dt[r, j / F] a[j], element-wise over [n x H*F].
+__global__ void gat_head_dots_dz_kernel(const float* a, const float* dt, std::int64_t n, int heads,
+                                        int width, float* dz) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  for (std::int64_t i = grid_start(); i < n * hf; i += grid_stride()) {
+    const std::int64_t r = div_of(i, hf), j = i - r * hf;
+    dz[i] += dt[r * heads + div_of(j, width)] * a[j];
+  }
+}
+
+// Pass 1 of d(a): part[b * H*F + j] = sum over block b's rows, in order, of dt[r, j / F] z[r, j].
+__global__ void gat_head_dots_da_partials_kernel(const float* z, const float* dt, std::int64_t n,
+                                                 int heads, int width, std::int64_t block_rows,
+                                                 std::int64_t blocks, double* part) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= hf) return;
+  const std::int64_t h = div_of(j, width);
+  for (std::int64_t b = blockIdx.y; b < blocks; b += gridDim.y) {
+    double s = 0;
+    const std::int64_t end = n < (b + 1) * block_rows ? n : (b + 1) * block_rows;
+    for (std::int64_t r = b * block_rows; r < end; ++r) s += double(dt[r * heads + h]) * z[r * hf + j];
+    part[b * hf + j] = s;
+  }
+}
+
+// out[k] += float(sum[k]).
+__global__ void add_double_kernel(const double* sum, std::int64_t n, float* out) {
+  for (std::int64_t k = grid_start(); k < n; k += grid_stride()) out[k] += float(sum[k]);
+}
+
+// alpha over row u, head h: the max-subtracted softmax of LeakyReLU(el[v] + er[u]); one thread
+// per (row, head), the row's edges in order (the CPU's arithmetic: the sum in double).
+__global__ void gat_softmax_kernel(AttentionView g, const float* el, const float* er, int heads,
+                                   float slope, float* alpha) {
+  for (std::int64_t i = grid_start(); i < g.rows * heads; i += grid_stride()) {
+    const std::int64_t u = div_of(i, heads), h = i - u * heads;
+    const EdgeId b = g.offsets[u], e = g.offsets[u + 1];
+    const float ru = er[i];
+    float top = -INFINITY;
+    for (EdgeId k = b; k < e; ++k) {
+      const float s = leaky(el[std::int64_t(g.indices[k]) * heads + h] + ru, slope);
+      alpha[k * heads + h] = s;
+      top = fmaxf(top, s);
+    }
+    double sum = 0;
+    for (EdgeId k = b; k < e; ++k) {
+      const float x = expf(alpha[k * heads + h] - top);
+      alpha[k * heads + h] = x;
+      sum += x;
+    }
+    const float inv = float(1.0 / sum);  // every row has its self-loop: sum >= 1
+    for (EdgeId k = b; k < e; ++k) alpha[k * heads + h] *= inv;
+  }
+}
+
+// out[u, j] = sum over u's edges e of alpha[e, j / F] z[v, j]; a block per row, its threads over
+// the H*F columns, each column's sum in edge order.
+__global__ void gat_aggregate_kernel(AttentionView g, const float* alpha, const float* z, int heads,
+                                     int width, float* out) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  for (std::int64_t u = blockIdx.x; u < g.rows; u += gridDim.x)
+    for (std::int64_t j = threadIdx.x; j < hf; j += blockDim.x) {
+      const std::int64_t h = div_of(j, width);
+      float acc = 0.f;
+      for (EdgeId k = g.offsets[u]; k < g.offsets[u + 1]; ++k)
+        acc += alpha[k * heads + h] * z[std::int64_t(g.indices[k]) * hf + j];
+      out[u * hf + j] = acc;
+    }
+}
+
+// d(z)[v, j] += sum over v's transposed entries of alpha[e, j / F] dout[u, j]: a block per
+// column, in the transpose's order.
+__global__ void gat_aggregate_dz_kernel(AttentionView g, const float* alpha, const float* dout,
+                                        int heads, int width, float* dz) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  for (std::int64_t v = blockIdx.x; v < g.cols; v += gridDim.x)
+    for (std::int64_t j = threadIdx.x; j < hf; j += blockDim.x) {
+      const std::int64_t h = div_of(j, width);
+      float acc = dz[v * hf + j];
+      for (EdgeId t = g.t_offsets[v]; t < g.t_offsets[v + 1]; ++t)
+        acc += alpha[g.t_edge[t] * heads + h] * dout[std::int64_t(g.t_rows[t]) * hf + j];
+      dz[v * hf + j] = acc;
+    }
+}
+
+// dalpha[e, h] = <dout[u, h, :], z[v, h, :]>: a warp per row, its lanes over the features,
+// combined by the shuffle tree. Runs after gat_aggregate_dz_kernel, so dalpha may be alpha.
+__global__ void gat_aggregate_dalpha_kernel(AttentionView g, const float* z, const float* dout,
+                                            int heads, int width, float* dalpha) {
+  const std::int64_t hf = std::int64_t(heads) * width;
+  const int lane = int(threadIdx.x % 32);
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t u = grid_start() / 32; u < g.rows; u += warps) {
+    const float* d = dout + u * hf;
+    for (EdgeId k = g.offsets[u]; k < g.offsets[u + 1]; ++k) {
+      const float* zv = z + std::int64_t(g.indices[k]) * hf;
+      for (int h = 0; h < heads; ++h) {
+        float s = 0.f;
+        for (int f = lane; f < width; f += 32) s += d[h * width + f] * zv[h * width + f];
+        s = warp_sum_f(s);
+        if (lane == 0) dalpha[k * heads + h] = s;
+      }
+    }
+  }
+}
+
+// The softmax's backward over row u, head h: d(score) into dalpha, der += its row sum.
+__global__ void gat_softmax_backward_rows_kernel(AttentionView g, const float* el, const float* er,
+                                                 int heads, float slope, const float* alpha,
+                                                 float* dalpha, float* der) {
+  for (std::int64_t i = grid_start(); i < g.rows * heads; i += grid_stride()) {
+    const std::int64_t u = div_of(i, heads), h = i - u * heads;
+    const EdgeId b = g.offsets[u], e = g.offsets[u + 1];
+    double dot = 0;
+    for (EdgeId k = b; k < e; ++k) dot += double(alpha[k * heads + h]) * dalpha[k * heads + h];
+    const float ru = er[i];
+    double row = 0;
+    for (EdgeId k = b; k < e; ++k) {
+      const std::int64_t x = k * heads + h;
+      const float pre = el[std::int64_t(g.indices[k]) * heads + h] + ru;
+      const float ds = alpha[x] * float(dalpha[x] - dot) * (pre > 0.f ? 1.f : slope);
+      dalpha[x] = ds;
+      row += ds;
+    }
+    der[i] += float(row);
+  }
+}
+
+// del[v, h] += the sum over v's transposed entries of d(score), in the transpose's order.
+__global__ void gat_softmax_backward_cols_kernel(AttentionView g, const float* dscore, int heads,
+                                                 float* del) {
+  for (std::int64_t i = grid_start(); i < g.cols * heads; i += grid_stride()) {
+    const std::int64_t v = div_of(i, heads), h = i - v * heads;
+    double s = 0;
+    for (EdgeId t = g.t_offsets[v]; t < g.t_offsets[v + 1]; ++t) s += dscore[g.t_edge[t] * heads + h];
+    del[i] += float(s);
+  }
+}
+
+// Attention dropout, bitwise the CPU's: keep iff dropout_u16(key, id(u) << 32 | id(v), h) >=
+// threshold; a thread per row.
+__global__ void gat_edge_dropout_kernel(AttentionView g, int heads, std::uint32_t threshold,
+                                        float scale, PhiloxKey key, const NodeId* ids, float* x) {
+  for (std::int64_t u = grid_start(); u < g.rows; u += grid_stride()) {
+    const std::uint64_t du = std::uint64_t(std::uint32_t(ids ? ids[u] : NodeId(u))) << 32;
+    for (EdgeId k = g.offsets[u]; k < g.offsets[u + 1]; ++k) {
+      const NodeId v = g.indices[k];
+      const std::uint64_t row = du | std::uint64_t(std::uint32_t(ids ? ids[v] : v));
+      for (int h = 0; h < heads; ++h) {
+        float& e = x[k * heads + h];
+        e = dropout_u16(key, row, std::uint32_t(h)) >= threshold ? e * scale : 0.f;
+      }
+    }
+  }
+}
+
+__global__ void elu_kernel(float* y, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride())
+    if (y[i] <= 0.f) y[i] = expm1f(y[i]);
+}
+
+__global__ void elu_backward_kernel(const float* y, float* dy, float y_scale, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride())
+    if (y[i] <= 0.f) dy[i] *= y[i] * y_scale + 1.f;
 }
 
 // ---- column reductions ----------------------------------------------------------------------
@@ -768,6 +963,118 @@ Backend& cuda_backend() {
   // later call tries again.
   static CudaBackend backend;
   return backend;
+}
+
+// ---- graph attention ------------------------------------------------------------------------
+
+void CudaBackend::do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) {
+  if (t.size() == 0) return;
+  gat_head_dots_kernel<<<grid_for(t.size()), kThreads, 0, stream_>>>(
+      z.data, a.data, z.rows, int(a.rows), int(a.cols), t.data);
+  check_launch();
+}
+
+void CudaBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,
+                                            const MatrixView& dt, const MatrixView& dz,
+                                            const MatrixView& da) {
+  const int heads = int(a.rows), width = int(a.cols);
+  const std::int64_t n = z.rows, hf = z.cols;
+  if (n == 0) return;
+  gat_head_dots_dz_kernel<<<grid_for(n * hf), kThreads, 0, stream_>>>(a.data, dt.data, n, heads,
+                                                                        width, dz.data);
+  check_launch();
+  const std::int64_t block_rows = reduce_block_rows(n);
+  const std::int64_t blocks = (n + block_rows - 1) / block_rows;
+  Layout lay;
+  const std::size_t part_at = lay.take(sizeof(double) * std::size_t(blocks * hf));
+  const std::size_t sum_at = lay.take(sizeof(double) * std::size_t(hf));
+  char* base = scratch(lay.bytes);
+  double* part = reinterpret_cast<double*>(base + part_at);
+  double* sum = reinterpret_cast<double*>(base + sum_at);
+  const int threads = int(std::min<std::int64_t>(kThreads, (hf + 31) / 32 * 32));
+  const dim3 grid(unsigned((hf + threads - 1) / threads),
+                  unsigned(std::min<std::int64_t>(blocks, 65535)));
+  gat_head_dots_da_partials_kernel<<<grid, threads, 0, stream_>>>(z.data, dt.data, n, heads, width,
+                                                                  block_rows, blocks, part);
+  check_launch();
+  combine_partials_kernel<<<grid_for(hf), kThreads, 0, stream_>>>(part, blocks, hf, sum, nullptr);
+  check_launch();
+  add_double_kernel<<<grid_for(hf), kThreads, 0, stream_>>>(sum, hf, da.data);
+  check_launch();
+}
+
+void CudaBackend::do_gat_edge_softmax(const AttentionView& A, const MatrixView& el,
+                                      const MatrixView& er, float slope, const MatrixView& alpha) {
+  if (A.rows == 0) return;
+  const int heads = int(el.cols);
+  gat_softmax_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(A, el.data, er.data,
+                                                                          heads, slope, alpha.data);
+  check_launch();
+}
+
+void CudaBackend::do_gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
+                                               const MatrixView& er, float slope,
+                                               const MatrixView& alpha, const MatrixView& dalpha,
+                                               const MatrixView& del, const MatrixView& der) {
+  const int heads = int(el.cols);
+  if (A.rows > 0) {
+    gat_softmax_backward_rows_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(
+        A, el.data, er.data, heads, slope, alpha.data, dalpha.data, der.data);
+    check_launch();
+  }
+  if (A.cols > 0) {
+    gat_softmax_backward_cols_kernel<<<grid_for(A.cols * heads), kThreads, 0, stream_>>>(
+        A, dalpha.data, heads, del.data);
+    check_launch();
+  }
+}
+
+void CudaBackend::do_gat_aggregate(const AttentionView& A, const MatrixView& alpha,
+                                   const MatrixView& z, const MatrixView& out) {
+  if (A.rows == 0) return;
+  const int heads = int(alpha.cols), width = int(z.cols / heads);
+  const int threads = int(std::min<std::int64_t>(kThreads, (z.cols + 31) / 32 * 32));
+  gat_aggregate_kernel<<<unsigned(std::min<std::int64_t>(A.rows, kMaxBlocks)), threads, 0,
+                         stream_>>>(A, alpha.data, z.data, heads, width, out.data);
+  check_launch();
+}
+
+void CudaBackend::do_gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
+                                            const MatrixView& z, const MatrixView& dout,
+                                            const MatrixView& dalpha, const MatrixView& dz) {
+  const int heads = int(alpha.cols), width = int(z.cols / heads);
+  const int threads = int(std::min<std::int64_t>(kThreads, (z.cols + 31) / 32 * 32));
+  if (A.cols > 0) {
+    gat_aggregate_dz_kernel<<<unsigned(std::min<std::int64_t>(A.cols, kMaxBlocks)), threads, 0,
+                              stream_>>>(A, alpha.data, dout.data, heads, width, dz.data);
+    check_launch();
+  }
+  if (A.rows > 0) {  // after d(z): it read alpha, which dalpha may be
+    gat_aggregate_dalpha_kernel<<<grid_for(A.rows * 32), kThreads, 0, stream_>>>(
+        A, z.data, dout.data, heads, width, dalpha.data);
+    check_launch();
+  }
+}
+
+void CudaBackend::do_gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p,
+                                      PhiloxKey key, const NodeId* ids) {
+  if (p <= 0.f || A.rows == 0) return;
+  gat_edge_dropout_kernel<<<grid_for(A.rows), kThreads, 0, stream_>>>(
+      A, int(x.cols), dropout_threshold(p), 1.f / (1.f - p), key, ids, x.data);
+  check_launch();
+}
+
+void CudaBackend::do_elu(const MatrixView& Y) {
+  if (Y.size() == 0) return;
+  elu_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, Y.size());
+  check_launch();
+}
+
+void CudaBackend::do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) {
+  if (Y.size() == 0) return;
+  elu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, y_scale,
+                                                                    Y.size());
+  check_launch();
 }
 
 }  // namespace halo

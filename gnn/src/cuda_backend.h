@@ -104,6 +104,24 @@ class CudaBackend final : public Backend {
   void do_fill(const MatrixView& X, float v) override;
   void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) override;
   void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) override;
+  void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) override;
+  void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
+                                 const MatrixView& dz, const MatrixView& da) override;
+  void do_gat_edge_softmax(const AttentionView& A, const MatrixView& el, const MatrixView& er,
+                           float slope, const MatrixView& alpha) override;
+  void do_gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
+                                    const MatrixView& er, float slope, const MatrixView& alpha,
+                                    const MatrixView& dalpha, const MatrixView& del,
+                                    const MatrixView& der) override;
+  void do_gat_aggregate(const AttentionView& A, const MatrixView& alpha, const MatrixView& z,
+                        const MatrixView& out) override;
+  void do_gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
+                                 const MatrixView& z, const MatrixView& dout,
+                                 const MatrixView& dalpha, const MatrixView& dz) override;
+  void do_gat_edge_dropout(const AttentionView& A, const MatrixView& x, float p, PhiloxKey key,
+                           const NodeId* ids) override;
+  void do_elu(const MatrixView& Y) override;
+  void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) override;
 
   // One sparse operator prepared for cuSPARSE at one dense width: descriptor over rebased
   // int32 offsets, the work buffer (preprocessed for this width) and the nonzero count.

@@ -143,6 +143,9 @@ struct RankRun {
   Backend* be = nullptr;
   Matrix x_dev;                     // device copies (CUDA)
   GraphOperator gcn_dev, mean_dev;  // gcn / mean in device memory
+  // The attention graph's arrays in device memory (--model gat on CUDA).
+  DeviceArray<EdgeId> att_offsets, att_t_offsets, att_t_edge;
+  DeviceArray<NodeId> att_indices, att_t_rows;
   DeviceArray<NodeId> gids_dev, train_dev;
   DeviceArray<std::int32_t> labels_dev;
   std::unique_ptr<HaloExchanger> exch;  // K > 1
@@ -229,8 +232,14 @@ void place(RankRun& k) {
       k.gcn_dev = k.gcn.to_device(k.dev);
     else if (opt.model.kind == ModelKind::kSage)
       k.mean_dev = k.mean.to_device(k.dev);
-    else
-      throw ParamError("--model gat runs on the CPU only for now (--device cpu)");
+    else {
+      const AttentionGraph& a = k.attention;
+      k.att_offsets = DeviceArray<EdgeId>(a.offsets.data(), a.offsets.size());
+      k.att_indices = DeviceArray<NodeId>(a.indices.data(), a.indices.size());
+      k.att_t_offsets = DeviceArray<EdgeId>(a.t_offsets.data(), a.t_offsets.size());
+      k.att_t_rows = DeviceArray<NodeId>(a.t_rows.data(), a.t_rows.size());
+      k.att_t_edge = DeviceArray<EdgeId>(a.t_edge.data(), a.t_edge.size());
+    }
     if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());
@@ -245,6 +254,10 @@ void place(RankRun& k) {
   ctx.gcn = k.gpu ? k.gcn_dev.view() : k.gcn.view();
   ctx.mean = k.gpu ? k.mean_dev.view() : k.mean.view();
   ctx.attention = k.attention.view();
+  if (k.gpu && opt.model.kind == ModelKind::kGat)
+    ctx.attention = {ctx.attention.rows,       ctx.attention.cols,    ctx.attention.nnz,
+                     k.att_offsets.data(),     k.att_indices.data(),  k.att_t_offsets.data(),
+                     k.att_t_rows.data(),      k.att_t_edge.data()};
   ctx.global_ids = k.gpu ? k.gids_dev.data() : d.global_ids;
   ctx.global_nodes = d.global_nodes;
   ctx.exchange = k.exch.get();

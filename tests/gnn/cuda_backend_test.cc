@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "halo/gnn/attention.h"
 #include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
 #include "halo/gnn/graph_op.h"
@@ -695,6 +696,92 @@ TEST_F(CudaBackendTest, Bf16PackAndUnpackAreBitwiseTheCpus) {
 }
 
 // Runs without a GPU (it is about the lack of one).
+// The attention ops against the CPU's on a skewed graph with halo columns (cols > rows), heads
+// of odd width: forward within float rounding, attention dropout bitwise (the same keyed
+// draws), every backward within rounding; a dropped-out alpha takes its own gradient in place.
+TEST_F(CudaBackendTest, GatOpsMatchCpu) {
+  const std::int64_t rows = 300, cols = 420;
+  const SparseMatrix s = skewed_sparse(rows, cols, 31);
+  Csr csr;
+  csr.num_nodes = rows;
+  csr.offsets = Array<EdgeId>(std::vector<EdgeId>(s.offsets));
+  csr.indices = Array<NodeId>(std::vector<NodeId>(s.indices));
+  const AttentionGraph a = attention_graph(csr.view(), cols);
+  const DeviceArray<EdgeId> off(a.offsets), toff(a.t_offsets), tedge(a.t_edge);
+  const DeviceArray<NodeId> idx(a.indices), trows(a.t_rows);
+  const AttentionView ha = a.view();
+  const AttentionView da{a.rows,   a.cols,     a.nnz(),     off.get(),
+                         idx.get(), toff.get(), trows.get(), tedge.get()};
+  std::vector<NodeId> ids(static_cast<std::size_t>(cols));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = NodeId(7 * i + 3);
+  const DeviceArray<NodeId> dids(ids);
+  Backend& gpu = cuda_backend();
+  for (const auto& [heads, width] : {std::pair<int, int>{1, 7}, {3, 33}, {2, 64}}) {
+    const std::int64_t hf = std::int64_t(heads) * width, nnz = a.nnz();
+    const std::string what = std::to_string(heads) + " x " + std::to_string(width);
+    const Matrix z = host_matrix(cols, hf, 1), as = host_matrix(heads, width, 2),
+                 ad = host_matrix(heads, width, 3), dout = host_matrix(rows, hf, 4);
+    const Matrix gz = upload(z), gas = upload(as), gad = upload(ad), gdout = upload(dout);
+    // Forward.
+    Matrix el(cols, heads), er(rows, heads), alpha(nnz, heads), out(rows, hf);
+    Matrix gel(cols, heads, 0.f, Device::kCuda), ger(rows, heads, 0.f, Device::kCuda),
+        galpha(nnz, heads, 0.f, Device::kCuda), gout(rows, hf, 0.f, Device::kCuda);
+    cpu.gat_head_dots(z.view(), as.view(), el.view());
+    gpu.gat_head_dots(gz.view(), gas.view(), gel.view());
+    cpu.gat_head_dots(z.view().rows_range(0, rows), ad.view(), er.view());
+    gpu.gat_head_dots(gz.view().rows_range(0, rows), gad.view(), ger.view());
+    expect_close(gel.to_host(), el.storage(), 1e-4, 1e-4, "el " + what);
+    cpu.gat_edge_softmax(ha, el.view(), er.view(), 0.2f, alpha.view());
+    gpu.gat_edge_softmax(da, gel.view(), ger.view(), 0.2f, galpha.view());
+    expect_close(galpha.to_host(), alpha.storage(), 1e-5, 1e-4, "alpha " + what);
+    Matrix drop = alpha, gdrop = galpha;
+    const PhiloxKey key = philox_key(9, kStreamDropout + 40);
+    cpu.gat_edge_dropout(ha, drop.view(), 0.4f, key, ids.data());
+    gpu.gat_edge_dropout(da, gdrop.view(), 0.4f, key, dids.get());
+    const std::vector<float> gd = gdrop.to_host();
+    for (std::size_t i = 0; i < gd.size(); ++i)
+      ASSERT_EQ(gd[i] == 0.f, drop.storage()[i] == 0.f) << "dropout mask " << what << " at " << i;
+    cpu.gat_aggregate(ha, alpha.view(), z.view(), out.view());
+    gpu.gat_aggregate(da, galpha.view(), gz.view(), gout.view());
+    expect_close(gout.to_host(), out.storage(), 1e-4, 1e-4, "aggregate " + what);
+    // Backward, alpha' overwritten by its own gradient on both sides.
+    Matrix dz(cols, hf, 0.f), gdzm(cols, hf, 0.f, Device::kCuda);
+    cpu.gat_aggregate_backward(ha, drop.view(), z.view(), dout.view(), drop.view(), dz.view());
+    gpu.gat_aggregate_backward(da, gdrop.view(), gz.view(), gdout.view(), gdrop.view(),
+                               gdzm.view());
+    expect_close(gdzm.to_host(), dz.storage(), 1e-4, 1e-4, "aggregate d(z) " + what);
+    expect_close(gdrop.to_host(), drop.storage(), 1e-4, 1e-4, "aggregate d(alpha) " + what);
+    Matrix del(cols, heads, 0.f), der(rows, heads, 0.f);
+    Matrix gdel(cols, heads, 0.f, Device::kCuda), gder(rows, heads, 0.f, Device::kCuda);
+    cpu.gat_edge_softmax_backward(ha, el.view(), er.view(), 0.2f, alpha.view(), drop.view(),
+                                  del.view(), der.view());
+    gpu.gat_edge_softmax_backward(da, gel.view(), ger.view(), 0.2f, galpha.view(), gdrop.view(),
+                                  gdel.view(), gder.view());
+    expect_close(gdrop.to_host(), drop.storage(), 1e-4, 1e-3, "d(score) " + what);
+    expect_close(gdel.to_host(), del.storage(), 1e-4, 1e-3, "d(el) " + what);
+    expect_close(gder.to_host(), der.storage(), 1e-4, 1e-3, "d(er) " + what);
+    Matrix das(heads, width, 0.f), gdas(heads, width, 0.f, Device::kCuda);
+    cpu.gat_head_dots_backward(z.view(), as.view(), del.view(), dz.view(), das.view());
+    gpu.gat_head_dots_backward(gz.view(), gas.view(), gdel.view(), gdzm.view(), gdas.view());
+    expect_close(gdzm.to_host(), dz.storage(), 1e-4, 1e-3, "head dots d(z) " + what);
+    expect_close(gdas.to_host(), das.storage(), 1e-3, 1e-3, "head dots d(a) " + what);
+    // Deterministic: the reduction again gives the same bits.
+    Matrix gdas2(heads, width, 0.f, Device::kCuda), gdz2(cols, hf, 0.f, Device::kCuda);
+    gpu.gat_head_dots_backward(gz.view(), gas.view(), gdel.view(), gdz2.view(), gdas2.view());
+    expect_bitwise(gdas2.to_host(), gdas.to_host(), "d(a) twice " + what);
+  }
+  // ELU and its slope.
+  const Matrix x = host_matrix(37, 33, 5);
+  Matrix y = x, gy = upload(x);
+  cpu.elu(y.view());
+  gpu.elu(gy.view());
+  expect_close(gy.to_host(), y.storage(), 1e-6, 1e-6, "elu");
+  Matrix d = host_matrix(37, 33, 6), gdm = upload(d);
+  cpu.elu_backward(y.view(), d.view(), 0.5f);
+  gpu.elu_backward(gy.view(), gdm.view(), 0.5f);
+  expect_close(gdm.to_host(), d.storage(), 1e-6, 1e-6, "elu backward");
+}
+
 TEST(Device, CudaBackendWithoutDeviceIsASystemError) {
   if (cuda_devices().count > 0) GTEST_SKIP() << "a GPU is present";
   EXPECT_THROW(cuda_backend(), SystemError);

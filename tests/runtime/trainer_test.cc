@@ -432,6 +432,13 @@ TEST(TrainerGpu, SageOnGeneratedGraphOnCudaMatchesCpu) {
   expect_gpu_matches_cpu(t / "sbm", o);
 }
 
+TEST(TrainerGpu, GatOnCoraOnCudaMatchesCpu) {
+  if (cuda_devices().count == 0) GTEST_SKIP() << cuda_devices().reason;
+  TrainOptions o;
+  apply_preset("planetoid-gat", o);  // attention and feature dropout, 8 heads
+  expect_gpu_matches_cpu(cora(), o);
+}
+
 TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
   if (cuda_devices().count > 0) GTEST_SKIP() << "a GPU is visible";
   TrainOptions o;

@@ -16,22 +16,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "halo/gnn/attention_view.h"
 #include "halo/gnn/rng.h"
 #include "halo/graph/csr.h"
 #include "halo/graph/types.h"
 
 namespace halo {
-
-// An AttentionGraph's arrays as kernels see them, in host or device memory.
-struct AttentionView {
-  std::int64_t rows = 0, cols = 0;
-  EdgeId nnz = 0;
-  const EdgeId* offsets = nullptr;    // [rows + 1]
-  const NodeId* indices = nullptr;    // [nnz]
-  const EdgeId* t_offsets = nullptr;  // [cols + 1]
-  const NodeId* t_rows = nullptr;     // [nnz]
-  const EdgeId* t_edge = nullptr;     // [nnz]
-};
 
 // The structure attention runs over: rows x cols with a self-loop on every row (column u of row
 // u: rows are the first columns), columns sorted in each row; and its transpose, whose entries
