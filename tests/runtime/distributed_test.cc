@@ -883,6 +883,14 @@ TEST(DistributedGpu, RanksSharingOneGpuEqualOneProcess) {
                     "--device cuda --model sage --layers 3 --hidden 16 --batch-norm --epochs 20");
 }
 
+TEST(DistributedGpu, GatRanksSharingOneGpuEqualOneProcess) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  expect_equivalent("cora", "cora-4", 4,
+                    "--device cuda --model gat --layers 3 --heads 3 --out-heads 3 --hidden 8 "
+                    "--residual --attn-dropout 0.3 --dropout 0.2 --epochs 15 --eval-every 5");
+}
+
 // The exchange on the GPU, exactly, exact and stale: rows packed and narrowed on the device and
 // staged through host memory (the MPI path; here the local communicator), and, where NCCL
 // loads, the device-to-device path of one rank sending to itself (the only NCCL exchange one
