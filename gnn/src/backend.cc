@@ -429,8 +429,7 @@ void Backend::elu_backward(const MatrixView& Y, const MatrixView& dY, float y_sc
 // A backend without attention kernels says so, as a user-facing error.
 namespace {
 [[noreturn]] void no_gat(const Backend& be) {
-  throw SystemError(std::string("the ") + be.name() +
-                    " backend has no graph-attention kernels");
+  throw SystemError(std::string("the ") + be.name() + " backend has no graph-attention kernels");
 }
 }  // namespace
 

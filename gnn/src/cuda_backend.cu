@@ -276,7 +276,8 @@ __global__ void gat_head_dots_da_partials_kernel(const float* z, const float* dt
   for (std::int64_t b = blockIdx.y; b < blocks; b += gridDim.y) {
     double s = 0;
     const std::int64_t end = n < (b + 1) * block_rows ? n : (b + 1) * block_rows;
-    for (std::int64_t r = b * block_rows; r < end; ++r) s += double(dt[r * heads + h]) * z[r * hf + j];
+    for (std::int64_t r = b * block_rows; r < end; ++r)
+      s += double(dt[r * heads + h]) * z[r * hf + j];
     part[b * hf + j] = s;
   }
 }
@@ -390,7 +391,8 @@ __global__ void gat_softmax_backward_cols_kernel(AttentionView g, const float* d
   for (std::int64_t i = grid_start(); i < g.cols * heads; i += grid_stride()) {
     const std::int64_t v = div_of(i, heads), h = i - v * heads;
     double s = 0;
-    for (EdgeId t = g.t_offsets[v]; t < g.t_offsets[v + 1]; ++t) s += dscore[g.t_edge[t] * heads + h];
+    for (EdgeId t = g.t_offsets[v]; t < g.t_offsets[v + 1]; ++t)
+      s += dscore[g.t_edge[t] * heads + h];
     del[i] += float(s);
   }
 }
@@ -981,7 +983,7 @@ void CudaBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixVie
   const std::int64_t n = z.rows, hf = z.cols;
   if (n == 0) return;
   gat_head_dots_dz_kernel<<<grid_for(n * hf), kThreads, 0, stream_>>>(a.data, dt.data, n, heads,
-                                                                        width, dz.data);
+                                                                      width, dz.data);
   check_launch();
   const std::int64_t block_rows = reduce_block_rows(n);
   const std::int64_t blocks = (n + block_rows - 1) / block_rows;
@@ -1007,8 +1009,8 @@ void CudaBackend::do_gat_edge_softmax(const AttentionView& A, const MatrixView& 
                                       const MatrixView& er, float slope, const MatrixView& alpha) {
   if (A.rows == 0) return;
   const int heads = int(el.cols);
-  gat_softmax_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(A, el.data, er.data,
-                                                                          heads, slope, alpha.data);
+  gat_softmax_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(A, el.data, er.data, heads,
+                                                                         slope, alpha.data);
   check_launch();
 }
 

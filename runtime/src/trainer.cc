@@ -255,9 +255,9 @@ void place(RankRun& k) {
   ctx.mean = k.gpu ? k.mean_dev.view() : k.mean.view();
   ctx.attention = k.attention.view();
   if (k.gpu && opt.model.kind == ModelKind::kGat)
-    ctx.attention = {ctx.attention.rows,       ctx.attention.cols,    ctx.attention.nnz,
-                     k.att_offsets.data(),     k.att_indices.data(),  k.att_t_offsets.data(),
-                     k.att_t_rows.data(),      k.att_t_edge.data()};
+    ctx.attention = {ctx.attention.rows,   ctx.attention.cols,   ctx.attention.nnz,
+                     k.att_offsets.data(), k.att_indices.data(), k.att_t_offsets.data(),
+                     k.att_t_rows.data(),  k.att_t_edge.data()};
   ctx.global_ids = k.gpu ? k.gids_dev.data() : d.global_ids;
   ctx.global_nodes = d.global_nodes;
   ctx.exchange = k.exch.get();

@@ -710,7 +710,7 @@ TEST_F(CudaBackendTest, GatOpsMatchCpu) {
   const DeviceArray<EdgeId> off(a.offsets), toff(a.t_offsets), tedge(a.t_edge);
   const DeviceArray<NodeId> idx(a.indices), trows(a.t_rows);
   const AttentionView ha = a.view();
-  const AttentionView da{a.rows,   a.cols,     a.nnz(),     off.get(),
+  const AttentionView da{a.rows,    a.cols,     a.nnz(),     off.get(),
                          idx.get(), toff.get(), trows.get(), tedge.get()};
   std::vector<NodeId> ids(static_cast<std::size_t>(cols));
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = NodeId(7 * i + 3);
