@@ -72,18 +72,7 @@ MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixVi
   const AttentionView& A = g.attention;
   if (A.rows != g.owned || A.cols != g.all)
     throw std::logic_error("Model::forward: --model gat needs GraphContext::attention");
-  MatrixView h = x;
-  if (training) {
-    last_seed_ = seed;
-    last_epoch_ = epoch;
-  }
-  if (training && c.input_dropout && c.dropout > 0) {
-    x_drop_.resize(x.rows, x.cols);
-    be.copy(x, x_drop_.view());
-    be.dropout(x_drop_.view(), c.dropout, dropout_key(seed, epoch, 0), g.global_ids);
-    h = x_drop_.view();
-  }
-  if (training) input_ = h;
+  MatrixView h = x;  // after input dropout (Model::forward)
   std::int64_t max_heads = 1;
   for (const auto& L : gat_) max_heads = std::max(max_heads, L->heads);
   reserve(ws.edge, A.nnz * max_heads);

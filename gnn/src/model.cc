@@ -436,7 +436,6 @@ Model& Model::operator=(Model&&) noexcept = default;
 
 MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
                           std::uint64_t seed, std::int64_t epoch) {
-  if (!gat_.empty()) return gat_forward(be, g, x, training, seed, epoch);
   MatrixView h = x;
   if (training) {
     last_seed_ = seed;
@@ -449,6 +448,7 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     h = x_drop_.view();
   }
   if (training) input_ = h;
+  if (!gat_.empty()) return gat_forward(be, g, h, training, seed, epoch);
   // The memory plan (top of file): every slab at the size of its largest use, before any layer
   // cuts views from it.
   const std::int64_t hidden = config_.hidden, n = config_.layers;

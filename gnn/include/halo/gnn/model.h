@@ -129,7 +129,8 @@ class Model {
   std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
   std::int64_t last_epoch_ = 0;
 
-  // GAT's construction, passes and memory (gat.cc), called by the public functions above.
+  // GAT's construction, passes and memory (gat.cc), called by the public functions above;
+  // gat_forward's x is layer 0's input, input dropout already applied.
   void gat_init(std::uint64_t seed);
   MatrixView gat_forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
                          std::uint64_t seed, std::int64_t epoch);
