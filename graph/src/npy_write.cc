@@ -7,11 +7,7 @@
 
 namespace halo {
 
-template <class T>
-void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows,
-               std::uint64_t cols) {
-  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, float>);
-  const char* descr = std::is_same_v<T, float> ? "<f4" : "<i8";
+std::string npy_prefix(const char* descr, std::uint64_t rows, std::uint64_t cols) {
   std::string shape = cols == 0 ? "(" + std::to_string(rows) + ",)"
                                 : "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
   std::string header = "{'descr': '";
@@ -22,20 +18,22 @@ void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t r
   const std::size_t unpadded = 10 + header.size() + 1;  // magic(6) version(2) len(2) ... '\n'
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
+  std::string out = "\x93NUMPY";
+  out += char(1);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  return out + header;
+}
+
+template <class T>
+void write_npy(const std::filesystem::path& path, const T* data, std::uint64_t rows,
+               std::uint64_t cols) {
+  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, float>);
+  const std::string prefix = npy_prefix(std::is_same_v<T, float> ? "<f4" : "<i8", rows, cols);
   StagedFile f(path);  // checked writes, renamed over path when complete (staging.h)
-  const unsigned char pre[10] = {0x93,
-                                 'N',
-                                 'U',
-                                 'M',
-                                 'P',
-                                 'Y',
-                                 1,
-                                 0,
-                                 static_cast<unsigned char>(header.size() & 0xff),
-                                 static_cast<unsigned char>(header.size() >> 8)};
   const std::uint64_t count = rows * (cols == 0 ? 1 : cols);
-  f.write(pre, sizeof pre);
-  f.write(header);
+  f.write(prefix);
   f.write(data, std::size_t(count) * sizeof(T));
   f.commit();
 }

@@ -504,6 +504,21 @@ StagedFile::~StagedFile() {
 
 void StagedFile::write(const void* data, std::size_t n) { write_all(fd_, shown_, data, n); }
 
+void StagedFile::write_at(const void* data, std::size_t n, std::uint64_t offset) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w =
+        ::pwrite(fd_, p, std::min<std::size_t>(n, std::size_t(1) << 30), off_t(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw_system(shown_, "write failed");
+    }
+    p += w;
+    n -= std::size_t(w);
+    offset += std::uint64_t(w);
+  }
+}
+
 void StagedFile::commit() {
   sync_fd(fd_, shown_);
   kill_point("staged");

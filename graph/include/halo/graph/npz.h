@@ -105,6 +105,10 @@ std::vector<T> read_all_as(const NpzReader& r, const std::string& key);
 // Converts an IEEE binary16 value (bit pattern) to float, exactly.
 float half_to_float(std::uint16_t bits);
 
+// The bytes a .npy file (format 1.0, C order) of rows x cols values of dtype descr ("<f4",
+// "<i8") starts with, its data following; cols == 0: a 1-D array. Its size is a multiple of 64.
+std::string npy_prefix(const char* descr, std::uint64_t rows, std::uint64_t cols);
+
 // Writes a NumPy .npy file (format 1.0, C order, little-endian) of rows x cols values of T
 // (int64 or float32); cols == 0 writes a 1-D array of rows values. Written to a temporary name
 // and renamed, like every output.

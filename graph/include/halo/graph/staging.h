@@ -132,6 +132,8 @@ class StagedFile {
   // Appends n bytes; SystemError naming the destination on failure.
   void write(const void* data, std::size_t n);
   void write(std::string_view text) { write(text.data(), text.size()); }
+  // Writes n bytes at byte offset (the file grows as needed); SystemError as write.
+  void write_at(const void* data, std::size_t n, std::uint64_t offset);
   // Fsyncs and closes the file, renames it over the destination and fsyncs the folder.
   void commit();
 
