@@ -66,7 +66,8 @@ void Model::gat_init(std::uint64_t seed) {
 }
 
 MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixView& x,
-                              bool training, std::uint64_t seed, std::int64_t epoch) {
+                              bool training, std::uint64_t seed, std::int64_t epoch,
+                              const LayerSink& sink) {
   const ModelConfig& c = config_;
   GatWork& ws = *gat_work_;
   const AttentionView& A = g.attention;
@@ -119,15 +120,73 @@ MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixVi
       const MatrixView y = shape(ws.logits, g.owned, L.out);
       if (mean) be.gemm(false, false, 1.f, o, L.head_mean.view(), 0.f, y);
       be.add_bias(y, L.b.value.data());
+      if (sink) sink(L.index, y);
       return y;
     }
     be.add_bias(o, L.b.value.data());
     be.elu(o);
     if (training && c.dropout > 0)
       be.dropout(o, c.dropout, dropout_key(seed, epoch, L.index + 1), g.global_ids);
+    if (sink) sink(L.index, o);
     h = o;
   }
   throw std::logic_error("Model::forward: a GAT model without layers");
+}
+
+// gat_forward with training = false, its calls in its order, on views of infer's rotating slabs;
+// el, er and alpha hold one layer's terms at a time.
+MatrixView Model::gat_infer(Backend& be, const GraphContext& g, const MatrixView& x,
+                            const LayerSink& sink) {
+  const ModelConfig& c = config_;
+  InferWork& iw = *infer_;
+  const AttentionView& A = g.attention;
+  if (A.rows != g.owned || A.cols != g.all)
+    throw std::logic_error("Model::infer: --model gat needs GraphContext::attention");
+  MatrixView h = x;
+  int hs = -1;  // the slab h is in (-1: the caller's x)
+  for (auto& Lp : gat_) {
+    GatLayer& L = *Lp;
+    const std::int64_t hf = L.heads * L.width;
+    int zs = -1;
+    const MatrixView z = iw.take(g.all, hf, zs, {hs});
+    be.gemm(false, false, 1.f, h, L.w.value.view(), 0.f, z.rows_range(0, g.owned));
+    if (g.exchange) {
+      g.exchange->forward_begin(z, L.index, false);
+      g.exchange->forward_end();
+    }
+    reserve(iw.el, g.all * L.heads);
+    reserve(iw.er, g.owned * L.heads);
+    reserve(iw.alpha, A.nnz * L.heads);
+    const MatrixView el = shape(iw.el, g.all, L.heads), er = shape(iw.er, g.owned, L.heads);
+    const MatrixView alpha = shape(iw.alpha, A.nnz, L.heads);
+    be.gat_head_dots(z, L.a_src.value.view(), el);
+    be.gat_head_dots(z.rows_range(0, g.owned), L.a_dst.value.view(), er);
+    be.gat_edge_softmax(A, el, er, c.negative_slope, alpha);
+    int os = -1;
+    const MatrixView o = iw.take(g.owned, hf, os, {zs, L.residual ? hs : -1});
+    be.gat_aggregate(A, alpha, z, o);
+    if (L.res_proj)
+      be.gemm(false, false, 1.f, h, L.w_res.value.view(), 1.f, o);
+    else if (L.residual)
+      be.add(h, o);
+    if (L.last) {
+      MatrixView y = o;
+      int ys = os;
+      if (L.heads > 1) {
+        y = iw.take(g.owned, L.out, ys, {os});
+        be.gemm(false, false, 1.f, o, L.head_mean.view(), 0.f, y);
+      }
+      be.add_bias(y, L.b.value.data());
+      if (sink) sink(L.index, y);
+      return y;
+    }
+    be.add_bias(o, L.b.value.data());
+    be.elu(o);
+    if (sink) sink(L.index, o);
+    h = o;
+    hs = os;
+  }
+  throw std::logic_error("Model::infer: a GAT model without layers");
 }
 
 void Model::gat_backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "halo/gnn/model.h"
@@ -59,6 +60,18 @@ struct Model::GatWork {
   Matrix del, der;
   Matrix grad;  // the gradient between layers: d(input), which is the layer below's d(out)
   Matrix logits;
+};
+
+// Model::infer's memory: slabs of [all x widest layer] floats that a layer's input, its staging
+// rows and its output rotate through (a slab is reused as soon as the view it held is dead), and
+// GAT's attention terms of one layer at a time.
+struct Model::InferWork {
+  Matrix slab[3];
+  std::int64_t floats = 0;  // each slab's size
+  Matrix el, er, alpha;
+  // A rows x cols view of the lowest slab that none of `busy` names (-1 names none), allocated on
+  // first use; its index goes to `at`.
+  MatrixView take(std::int64_t rows, std::int64_t cols, int& at, std::initializer_list<int> busy);
 };
 
 }  // namespace halo

@@ -26,7 +26,8 @@ SparseMatrix transpose(const SparseMatrix& a) {
   return t;
 }
 
-GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree) {
+GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree,
+                           bool transpose) {
   GraphOperator op;
   SparseMatrix& a = op.fwd;
   a.rows = g.num_nodes;
@@ -57,11 +58,11 @@ GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32
     if (!self_done) self();
   }
   a.offsets[std::size_t(a.rows)] = pos;
-  op.bwd = transpose(a);
+  if (transpose) op.bwd = halo::transpose(a);
   return op;
 }
 
-GraphOperator mean_operator(const CsrView& g, std::int64_t cols) {
+GraphOperator mean_operator(const CsrView& g, std::int64_t cols, bool transpose) {
   GraphOperator op;
   SparseMatrix& a = op.fwd;
   a.rows = g.num_nodes;
@@ -73,7 +74,7 @@ GraphOperator mean_operator(const CsrView& g, std::int64_t cols) {
     const float w = g.degree(NodeId(u)) ? 1.f / float(g.degree(NodeId(u))) : 0.f;
     for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e) a.values[std::size_t(e)] = w;
   }
-  op.bwd = transpose(a);
+  if (transpose) op.bwd = halo::transpose(a);
   return op;
 }
 

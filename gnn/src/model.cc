@@ -22,6 +22,7 @@
 
 #include "halo/gnn/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -158,6 +159,13 @@ struct Model::Layer {
   MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool static_x,
                      bool training, float p, std::uint64_t seed, std::int64_t epoch, float momentum,
                      float eps, Matrix& y_slab, Work& ws);
+  // 1 / sqrt(running variance + eps): evaluation's inverse deviations.
+  std::vector<float> running_rstd(float eps) const {
+    std::vector<float> r(run_var.size());
+    for (std::size_t j = 0; j < r.size(); ++j)
+      r[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
+    return r;
+  }
   // A batch-norm layer's output in its last training forward, rebuilt from x-hat into `into`.
   MatrixView rebuild_output(Backend& be, const GraphContext& g, float p, std::uint64_t seed,
                             std::int64_t epoch, Matrix& into);
@@ -290,8 +298,7 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     ws.y_layer = index;
     ws.y = a;
   } else {
-    std::vector<float> rstd(c);
-    for (std::size_t j = 0; j < c; ++j) rstd[j] = float(1.0 / std::sqrt(double(run_var[j]) + eps));
+    const std::vector<float> rstd = running_rstd(eps);
     be.batch_norm_relu_dropout(y, run_mean.data(), rstd.data(), gamma.value.data(),
                                beta.value.data(), nullptr, a, 0.f, {}, nullptr);
   }
@@ -435,7 +442,7 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 
 MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
-                          std::uint64_t seed, std::int64_t epoch) {
+                          std::uint64_t seed, std::int64_t epoch, const LayerSink& sink) {
   MatrixView h = x;
   if (training) {
     last_seed_ = seed;
@@ -448,7 +455,7 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     h = x_drop_.view();
   }
   if (training) input_ = h;
-  if (!gat_.empty()) return gat_forward(be, g, h, training, seed, epoch);
+  if (!gat_.empty()) return gat_forward(be, g, h, training, seed, epoch, sink);
   // The memory plan (top of file): every slab at the size of its largest use, before any layer
   // cuts views from it.
   const std::int64_t hidden = config_.hidden, n = config_.layers;
@@ -470,8 +477,91 @@ MatrixView Model::forward(Backend& be, const GraphContext& g, const MatrixView& 
     const bool static_x = l == 0 && g.static_input && h.data == x.data;  // not after input dropout
     h = layers_[l]->forward(be, g, h, static_x, training, config_.dropout, seed, epoch,
                             config_.bn_momentum, config_.bn_eps, *y_slab, ws);
+    if (sink) sink(int(l), h);
   }
   return h;
+}
+
+MatrixView Model::InferWork::take(std::int64_t rows, std::int64_t cols, int& at,
+                                  std::initializer_list<int> busy) {
+  for (int i = 0; i < 3; ++i) {
+    if (std::find(busy.begin(), busy.end(), i) != busy.end()) continue;
+    reserve(slab[i], floats);
+    at = i;
+    return shape(slab[i], rows, cols);
+  }
+  throw std::logic_error("Model::infer: every slab is busy");
+}
+
+// The same backend calls as Layer::forward with training = false, in the same order, on views of
+// the rotating slabs instead of the layers' kept ones.
+MatrixView Model::infer(Backend& be, const GraphContext& g, const MatrixView& x,
+                        const LayerSink& sink) {
+  if (!infer_) {
+    infer_ = std::make_unique<InferWork>();
+    for (Matrix* m : {&infer_->slab[0], &infer_->slab[1], &infer_->slab[2], &infer_->el,
+                      &infer_->er, &infer_->alpha})
+      m->set_device(device_);
+  }
+  InferWork& iw = *infer_;
+  const ModelConfig& c = config_;
+  const bool gat = !gat_.empty();
+  iw.floats =
+      g.all * std::max({c.in, c.hidden * (gat ? c.heads : 1), c.out * (gat ? c.out_heads : 1)});
+  if (gat) return gat_infer(be, g, x, sink);
+  MatrixView h = x;
+  int hs = -1;  // the slab h is in (-1: the caller's x)
+  for (auto& Lp : layers_) {
+    Layer& L = *Lp;
+    const OperatorView& op = L.sage ? g.mean : g.gcn;
+    const int root = L.sage ? hs : -1;  // SAGE's root term reads h after the aggregation
+    MatrixView y;
+    int ys = -1;
+    if (L.transform_first) {
+      int ts = -1;
+      const MatrixView t_all = iw.take(g.all, L.out, ts, {hs});
+      be.gemm(false, false, 1.f, h, L.w.value.view(), 0.f, t_all.rows_range(0, g.owned));
+      y = iw.take(g.owned, L.out, ys, {ts, root});
+      aggregate_with_halo(be, g, op.fwd, t_all, y, L.index, false, /*consume=*/true);
+    } else {
+      MatrixView xa = h;
+      int as = hs;
+      if (g.exchange) {
+        xa = iw.take(g.all, L.in, as, {hs});
+        be.copy(h, xa.rows_range(0, g.owned));
+      }
+      int zs = -1;
+      const MatrixView z = iw.take(g.owned, L.in, zs, {as, root});
+      aggregate_with_halo(be, g, op.fwd, xa, z, L.index, false, /*consume=*/false);
+      y = iw.take(g.owned, L.out, ys, {zs, root});
+      be.gemm(false, false, 1.f, z, L.w.value.view(), 0.f, y);
+    }
+    if (L.sage) be.gemm(false, false, 1.f, h, L.w_root.value.view(), 1.f, y);
+    if (!L.bn) be.add_bias(y, L.b.value.data());
+    if (!L.last && !L.bn) be.relu(y);
+    if (!L.last && L.bn) {
+      int as = -1;
+      const MatrixView a = iw.take(g.owned, L.out, as, {ys});
+      const std::vector<float> rstd = L.running_rstd(c.bn_eps);
+      be.batch_norm_relu_dropout(y, L.run_mean.data(), rstd.data(), L.gamma.value.data(),
+                                 L.beta.value.data(), nullptr, a, 0.f, {}, nullptr);
+      y = a;
+      ys = as;
+    }
+    if (sink) sink(L.index, y);
+    h = y;
+    hs = ys;
+  }
+  return h;
+}
+
+std::int64_t Model::inference_bytes() const {
+  if (!infer_) return 0;
+  std::int64_t floats = 0;
+  for (const Matrix* m : {&infer_->slab[0], &infer_->slab[1], &infer_->slab[2], &infer_->el,
+                          &infer_->er, &infer_->alpha})
+    floats += m->size();
+  return floats * std::int64_t(sizeof(float));
 }
 
 void Model::backward(Backend& be, const GraphContext& g, const MatrixView& dlogits) {

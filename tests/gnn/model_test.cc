@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -287,6 +289,98 @@ TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
       EXPECT_EQ(model.activation_bytes(), floats * 4 + mask_bits / 8)
           << layers << " layers" << (bn ? " + bn" : "");
     }
+}
+
+// Model::infer: every layer's output equals the evaluation forward's, bit for bit, for every layer
+// order and kind (GCN aggregate-first and transform-first, batch norm, SAGE's root term, GAT's
+// heads, averaged output heads and residuals), and a GCN's inference holds two slabs only.
+TEST(Model, InferEqualsTheEvaluationForwardLayerByLayer) {
+  const std::int64_t n = 150, in = 6;
+  RandomTask task(n, 600, in, 3, 11);
+  const Tiny& t = task.t;
+  struct Case {
+    std::string kind;
+    int layers;
+    std::int64_t hidden;
+    bool bn;
+    std::function<void(ModelConfig&)> tweak;
+  };
+  const std::vector<Case> cases = {
+      {"gcn", 3, 16, false, {}},  // widening first layer (aggregate first), then transform first
+      {"gcn", 2, 4, false, {}},   // narrowing first layer
+      {"gcn", 1, 8, false, {}},
+      {"gcn", 3, 16, true, {}},
+      {"sage", 3, 8, false, {}},
+      {"sage", 3, 4, true, {}},
+      {"gat", 2, 4, false, [](ModelConfig& c) { c.heads = 2; }},
+      {"gat", 3, 3, false,
+       [](ModelConfig& c) {
+         c.heads = 2;  // 6 -> 2 x 3: the identity residual, then projected
+         c.out_heads = 3;
+         c.residual = true;
+         c.attn_dropout = 0.3f;
+       }},
+  };
+  Backend& be = cpu_backend();
+  for (const Case& k : cases) {
+    ModelConfig cfg;
+    cfg.kind = parse_model_kind(k.kind);
+    cfg.layers = k.layers;
+    cfg.in = in;
+    cfg.hidden = k.hidden;
+    cfg.out = 3;
+    cfg.dropout = 0.2f;
+    cfg.batch_norm = k.bn;
+    if (k.tweak) k.tweak(cfg);
+    const std::string what = k.kind + " " + std::to_string(k.layers) + " layers" +
+                             (k.bn ? " + bn" : "") + " hidden " + std::to_string(k.hidden);
+    Model model(cfg, 3);
+    Matrix d(n, 3);
+    for (int epoch = 1; epoch <= 3; ++epoch) {  // moved weights and running statistics
+      const MatrixView z = model.forward(be, t.ctx, task.x.view(), true, 7, epoch);
+      be.softmax_xent(z, task.labels.data(), task.rows.data(), n, double(n), d.view(), nullptr);
+      model.backward(be, t.ctx, d.view());
+      for (Param* p : model.params())
+        for (std::int64_t i = 0; i < p->value.size(); ++i)
+          p->value.data()[i] -= 0.05f * p->grad.data()[i];
+    }
+    std::vector<std::vector<float>> want, got;
+    auto keep = [](std::vector<std::vector<float>>& into) {
+      return [&into](int layer, const MatrixView& out) {
+        EXPECT_EQ(std::size_t(layer), into.size());
+        into.emplace_back(out.data, out.data + out.size());
+      };
+    };
+    const MatrixView fwd = model.forward(be, t.ctx, task.x.view(), false, 7, 3, keep(want));
+    const std::vector<float> logits(fwd.data, fwd.data + fwd.size());
+    const MatrixView inf = model.infer(be, t.ctx, task.x.view(), keep(got));
+    ASSERT_EQ(got.size(), std::size_t(k.layers)) << what;
+    ASSERT_EQ(want.size(), got.size()) << what;
+    for (std::size_t l = 0; l < got.size(); ++l) {
+      ASSERT_EQ(want[l].size(), got[l].size()) << what << " layer " << l;
+      EXPECT_EQ(0, std::memcmp(want[l].data(), got[l].data(), got[l].size() * 4))
+          << what << " layer " << l;
+    }
+    ASSERT_EQ(inf.size(), std::int64_t(logits.size())) << what;
+    EXPECT_EQ(0, std::memcmp(inf.data, logits.data(), logits.size() * 4)) << what;
+    EXPECT_FALSE(std::all_of(logits.begin(), logits.end(), [](float v) { return v == 0; }));
+    // A second call reuses the slabs and gives the same bits.
+    const std::int64_t bytes = model.inference_bytes();
+    const MatrixView again = model.infer(be, t.ctx, task.x.view());
+    EXPECT_EQ(0, std::memcmp(again.data, logits.data(), logits.size() * 4)) << what;
+    EXPECT_EQ(model.inference_bytes(), bytes) << what;
+    const std::int64_t widest = std::max(
+        {in, k.hidden * (k.kind == "gat" ? cfg.heads : 1), std::int64_t(3) * cfg.out_heads});
+    const std::int64_t slabs = k.kind == "gcn" ? 2 : 3;
+    if (k.kind == "gat")
+      EXPECT_LE(model.inference_bytes(),
+                (slabs * n * widest + 2 * n * cfg.heads * 2 +
+                 t.attention.indices.size() * std::max(cfg.heads, cfg.out_heads)) *
+                    4)
+          << what;
+    else
+      EXPECT_LE(model.inference_bytes(), slabs * n * widest * 4) << what;
+  }
 }
 
 // GraphContext::static_input: the widening first layer aggregates the unchanging features once

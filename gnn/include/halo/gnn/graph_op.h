@@ -30,9 +30,10 @@ struct GraphOperator {
 
 // g: rows = owned nodes, columns over [0, cols) where the first g.num_nodes columns are the
 // owned rows themselves; degree[c] = global degree of local column c. Both build host matrices
-// (to_device moves them on).
-GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree);
-GraphOperator mean_operator(const CsrView& g, std::int64_t cols);
+// (to_device moves them on). transpose = false leaves bwd empty: inference never multiplies by it.
+GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree,
+                           bool transpose = true);
+GraphOperator mean_operator(const CsrView& g, std::int64_t cols, bool transpose = true);
 
 // The transpose of a host CSR operator, rows sorted by column (deterministic; a host matrix).
 SparseMatrix transpose(const SparseMatrix& a);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -85,6 +86,10 @@ struct GraphContext {
   bool static_input = false;
 };
 
+// What a pass hands its caller layer by layer: layer l's output (owned x width: a hidden layer's
+// after its activation and dropout, the last layer's logits), valid only during the call.
+using LayerSink = std::function<void(int layer, const MatrixView& out)>;
+
 class Model {
  public:
   // Weights drawn with Glorot-uniform from Philox keyed by (seed, layer): the same weights on
@@ -97,8 +102,17 @@ class Model {
 
   // Logits for the owned rows from the owned rows of X (owned x in). training: dropout keyed by
   // (seed, epoch, layer) and batch statistics; otherwise running statistics and no dropout.
+  // sink, when set, sees every layer's output.
   MatrixView forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
-                     std::uint64_t seed, std::int64_t epoch);
+                     std::uint64_t seed, std::int64_t epoch, const LayerSink& sink = {});
+  // Inference: forward(training = false)'s outputs, bit for bit, with nothing kept for backward.
+  // Layer by layer through rotating slabs of [all x widest layer] floats, allocated on first use:
+  // two for GCN, three when a layer's input is read beside its aggregate (SAGE's root term,
+  // GAT's residual and attention). Returns the logits, valid until the next call.
+  MatrixView infer(Backend& be, const GraphContext& g, const MatrixView& x,
+                   const LayerSink& sink = {});
+  // Bytes inference's slabs hold now (its whole memory but one layer's [nnz x heads] attention).
+  std::int64_t inference_bytes() const;
   // Gradients of every parameter from d(loss)/d(logits) (owned x out). Call after a training
   // forward. Overwrites the grads.
   void backward(Backend& be, const GraphContext& g, const MatrixView& dlogits);
@@ -118,22 +132,26 @@ class Model {
   struct Work;
   struct GatLayer;  // gat.h
   struct GatWork;
+  struct InferWork;
   ModelConfig config_;
   Device device_ = Device::kCpu;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<Work> work_;
   std::vector<std::unique_ptr<GatLayer>> gat_;  // --model gat: these instead of layers_
   std::unique_ptr<GatWork> gat_work_;
-  Matrix x_drop_;                // the input features after input dropout
-  MatrixView input_;             // layer 0's input in the last training forward
-  std::uint64_t last_seed_ = 0;  // of the last training forward: backward replays its masks
+  std::unique_ptr<InferWork> infer_;  // infer's slabs, made by its first call
+  Matrix x_drop_;                     // the input features after input dropout
+  MatrixView input_;                  // layer 0's input in the last training forward
+  std::uint64_t last_seed_ = 0;       // of the last training forward: backward replays its masks
   std::int64_t last_epoch_ = 0;
 
   // GAT's construction, passes and memory (gat.cc), called by the public functions above;
   // gat_forward's x is layer 0's input, input dropout already applied.
   void gat_init(std::uint64_t seed);
   MatrixView gat_forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
-                         std::uint64_t seed, std::int64_t epoch);
+                         std::uint64_t seed, std::int64_t epoch, const LayerSink& sink);
+  MatrixView gat_infer(Backend& be, const GraphContext& g, const MatrixView& x,
+                       const LayerSink& sink);
   void gat_backward(Backend& be, const GraphContext& g, const MatrixView& dlogits);
   std::int64_t gat_activation_bytes() const;
 };
