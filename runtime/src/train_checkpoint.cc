@@ -305,12 +305,8 @@ void set_model_values(Model& model, const std::vector<float>& v) {
 // CKPT/run-R.
 fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::to_string(run)); }
 
-// Resumes a run from the newest epoch that some rank sees a committed copy of in any rank
-// folder of `run` (on a cluster each machine sees its own ranks' folders; a lost machine's are
-// gone): the lowest such rank loads it and broadcasts it. Returns how the checkpoint's halo rows
-// travelled, or null when no rank sees a checkpoint (the run starts fresh). Collective.
-json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st,
-                const json& key) {
+// The newest epoch any rank sees and its lowest holder (every rank takes the same decision).
+NewestCheckpoint locate_newest(Communicator& comm, const fs::path& run) {
   const int rank = comm.rank();
   int newest = 0;
   fs::path copy;
@@ -329,12 +325,48 @@ json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState&
   }
   std::int64_t e = newest;
   comm.allreduce(&e, 1, ReduceOp::kMax);
-  if (e == 0) return json();
+  NewestCheckpoint found;
+  if (e == 0) return found;
   std::int64_t holder = newest == e ? rank : comm.size();
   comm.allreduce(&holder, 1, ReduceOp::kMin);
+  found.epoch = int(e);
+  found.holder = int(holder);
+  if (rank == holder) found.copy = copy;
+  return found;
+}
+
+json newest_checkpoint_meta(Communicator& comm, const fs::path& run) {
+  const NewestCheckpoint found = locate_newest(comm, run);
+  if (found.epoch == 0) return json();
+  std::string text;
+  if (comm.rank() == found.holder) {
+    try {  // a refusal travels too: the other ranks wait in the broadcast
+      json meta = read_meta(found.copy, kCheckpointFormat, kCheckpointVersion);
+      meta["path"] = found.copy.string();
+      text = meta.dump();
+    } catch (const std::exception& e) {
+      text = json{{"error", e.what()}}.dump();
+    }
+  }
+  std::int64_t len = std::int64_t(text.size());
+  comm.broadcast(&len, sizeof len, found.holder);
+  text.resize(std::size_t(len));
+  comm.broadcast(text.data(), text.size(), found.holder);
+  json meta = json::parse(text);
+  if (meta.contains("error")) throw InputError(meta.at("error").get<std::string>());
+  return meta;
+}
+
+// Resumes a run from the newest epoch that some rank sees: the lowest such rank loads it and
+// broadcasts it. Returns how the checkpoint's halo rows travelled, or null when no rank sees a
+// checkpoint (the run starts fresh). Collective.
+json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st,
+                const json& key) {
+  const NewestCheckpoint found = locate_newest(comm, run);
+  if (found.epoch == 0) return json();
   json exchange;
-  if (rank == holder) exchange = load_checkpoint(copy, model, st, key);
-  broadcast_state(comm, int(holder), model, st, exchange);
+  if (comm.rank() == found.holder) exchange = load_checkpoint(found.copy, model, st, key);
+  broadcast_state(comm, found.holder, model, st, exchange);
   return exchange;
 }
 

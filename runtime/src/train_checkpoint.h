@@ -42,6 +42,18 @@ void set_model_values(Model& model, const std::vector<float>& v);
 
 // CKPT/run-R: the checkpoint folder of run R (seed + R).
 std::filesystem::path run_dir(const std::filesystem::path& ckpt, int run);
+// The newest epoch some rank sees a committed copy of in any rank folder of a run (on a cluster
+// each machine sees its own ranks' folders; a lost machine's are gone), and the lowest rank that
+// holds it: epoch 0 when no rank sees one.
+struct NewestCheckpoint {
+  int epoch = 0, holder = -1;
+  std::filesystem::path copy;  // on the holder only
+};
+// Collective.
+NewestCheckpoint locate_newest(Communicator& comm, const std::filesystem::path& run);
+// The newest epoch's meta.json ("path" added: the copy read), the same on every rank; null when
+// no rank sees one. Collective.
+nlohmann::json newest_checkpoint_meta(Communicator& comm, const std::filesystem::path& run);
 // Loads the newest epoch any rank sees under run into model and st on every rank; returns how
 // its halo rows travelled, or null when there is none. Collective.
 nlohmann::json resume_run(Communicator& comm, const std::filesystem::path& run, Model& model,

@@ -9,8 +9,6 @@
 // - the GCN normalisation uses global degrees (carried by the parts).
 #include "halo/runtime/trainer.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -32,6 +30,7 @@
 #include "halo/runtime/memory_model.h"
 #include "halo/runtime/presets.h"
 #include "placement.h"
+#include "rank_data.h"
 #include "train_checkpoint.h"
 #include "train_report.h"
 
@@ -40,35 +39,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-// What one rank trains on: its owned rows (inner rows first) and the halo rows after them.
-struct RankData {
-  std::string source;               // the dataset or PARTS directory, for messages
-  std::string dataset_fingerprint;  // of the dataset (a checkpoint's key)
-  std::string partition;            // fingerprint of PARTS; empty for one process
-  std::int64_t owned = 0, all = 0, inner = 0, global_nodes = 0;
-  CsrView graph;                         // owned rows, columns over [owned | halo]
-  const std::int32_t* degree = nullptr;  // [all] global degrees
-  const NodeId* global_ids = nullptr;    // [all]; null = identity (one process)
-  MatrixView features;                   // owned x num_features
-  const std::int32_t* labels = nullptr;  // owned x label_cols
-  std::int64_t label_cols = 0, num_classes = 0;
-  LabelKind label_kind = LabelKind::kNone;
-  const std::vector<Split>* splits = nullptr;  // local ids
-  std::string default_split;
-  HaloPlanView plan;
-  const NodeId* original_ids = nullptr;  // [global_nodes] input order (rank 0), or null
-};
-
-// Labels and splits from a dataset or a part (the same fields on both).
-template <class Source>
-void take_labels(RankData& r, const Source& d) {
-  r.labels = d.labels.data();
-  r.label_cols = d.label_cols;
-  r.num_classes = d.num_classes;
-  r.label_kind = d.label_kind;
-  r.splits = &d.splits;
-}
 
 [[noreturn]] void inject_fault(const TrainOptions::Fault& f) {
   if (f.mode == FaultMode::kKill) std::raise(SIGKILL);
@@ -131,22 +101,14 @@ struct RankRun {
   const bool lead;
   const Split* split = nullptr;
   bool multilabel = false;
-  Matrix xnorm;  // --norm-features: the row-normalised copy x views
-  MatrixView x;
-  GraphOperator gcn, mean;
-  AttentionGraph attention;  // --model gat
+  ModelInputs inputs;  // the features and the operator, on the host and the device
   Device dev = Device::kCpu;
   bool gpu = false;
   ExchangeComms comms;
   OpProfile profile;                      // --profile: time per op on this rank
   std::optional<ProfileScope> profiling;  // times this thread's ops into profile under --profile
   Backend* be = nullptr;
-  Matrix x_dev;                     // device copies (CUDA)
-  GraphOperator gcn_dev, mean_dev;  // gcn / mean in device memory
-  // The attention graph's arrays in device memory (--model gat on CUDA).
-  DeviceArray<EdgeId> att_offsets, att_t_offsets, att_t_edge;
-  DeviceArray<NodeId> att_indices, att_t_rows;
-  DeviceArray<NodeId> gids_dev, train_dev;
+  DeviceArray<NodeId> train_dev;  // device copies (CUDA)
   DeviceArray<std::int32_t> labels_dev;
   std::unique_ptr<HaloExchanger> exch;  // K > 1
   GraphContext ctx;
@@ -165,10 +127,7 @@ struct RankRun {
 void prepare(RankRun& k) {
   const RankData& d = k.d;
   TrainOptions& opt = k.opt;
-  if (opt.threads > 0)
-    omp_set_num_threads(opt.threads);
-  else if (k.ranks > 1 && !std::getenv("OMP_NUM_THREADS"))
-    omp_set_num_threads(default_threads_per_rank());
+  set_rank_threads(opt.threads, k.ranks);
   if (d.label_kind == LabelKind::kNone) throw ParamError(d.source + ": the dataset has no labels");
   if (d.features.cols == 0) throw ParamError(d.source + ": the dataset has no node features");
   if (opt.split.empty()) opt.split = d.default_split;
@@ -187,27 +146,7 @@ void prepare(RankRun& k) {
 // The inputs on the host: the features as mapped, or a row-normalised copy, and the operator.
 void load_inputs(RankRun& k) {
   t_allocating = "the row-normalised features and the graph operator";
-  const std::int64_t n = k.d.owned;
-  k.x = k.d.features;
-  if (k.opt.norm_features) {
-    const MatrixView x = k.x;
-    k.xnorm.resize(n, x.cols);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < n; ++r) {
-      const float* s = x.row(r);
-      double sum = 0;
-      for (std::int64_t c = 0; c < x.cols; ++c) sum += s[c];
-      const float inv = sum != 0 ? float(1.0 / sum) : 0.f;
-      for (std::int64_t c = 0; c < x.cols; ++c) k.xnorm.at(r, c) = s[c] * inv;
-    }
-    k.x = k.xnorm.view();
-  }
-  if (k.opt.model.kind == ModelKind::kGcn)
-    k.gcn = gcn_operator(k.d.graph, k.d.all, k.d.degree);
-  else if (k.opt.model.kind == ModelKind::kSage)
-    k.mean = mean_operator(k.d.graph, k.d.all);
-  else
-    k.attention = attention_graph(k.d.graph, k.d.all);
+  k.inputs.load(k.d, k.opt.model.kind, k.opt.norm_features);
 }
 
 // The device and the communicators (placement.h), the backend, a copy on the device of every
@@ -224,44 +163,16 @@ void place(RankRun& k) {
   base.set_matmul_precision(opt.matmul_precision);  // every run sets it: the backend is shared
   k.be = &base;
   if (opt.profile) k.profiling.emplace(k.profile);
+  k.inputs.place(d, opt.model.kind, k.dev, k.ctx);
   if (k.gpu) {
-    k.x_dev = Matrix(d.owned, k.x.cols, 0.f, k.dev);
-    copy_floats(k.dev, k.x_dev.data(), Device::kCpu, k.x.data, k.x.size());
-    k.x = k.x_dev.view();
-    if (opt.model.kind == ModelKind::kGcn)
-      k.gcn_dev = k.gcn.to_device(k.dev);
-    else if (opt.model.kind == ModelKind::kSage)
-      k.mean_dev = k.mean.to_device(k.dev);
-    else {
-      const AttentionGraph& a = k.attention;
-      k.att_offsets = DeviceArray<EdgeId>(a.offsets.data(), a.offsets.size());
-      k.att_indices = DeviceArray<NodeId>(a.indices.data(), a.indices.size());
-      k.att_t_offsets = DeviceArray<EdgeId>(a.t_offsets.data(), a.t_offsets.size());
-      k.att_t_rows = DeviceArray<NodeId>(a.t_rows.data(), a.t_rows.size());
-      k.att_t_edge = DeviceArray<EdgeId>(a.t_edge.data(), a.t_edge.size());
-    }
-    if (d.global_ids) k.gids_dev = DeviceArray<NodeId>(d.global_ids, std::size_t(d.all));
     k.labels_dev = DeviceArray<std::int32_t>(d.labels, std::size_t(d.owned * d.label_cols));
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());
   }
   if (k.ranks > 1)
     k.exch = std::make_unique<HaloExchanger>(k.comms.exchange(k.comm), *k.be, d.plan,
                                              opt.halo_dtype, opt.halo_staleness);
-  GraphContext& ctx = k.ctx;
-  ctx.owned = d.owned;
-  ctx.all = d.all;
-  ctx.inner = d.inner;
-  ctx.gcn = k.gpu ? k.gcn_dev.view() : k.gcn.view();
-  ctx.mean = k.gpu ? k.mean_dev.view() : k.mean.view();
-  ctx.attention = k.attention.view();
-  if (k.gpu && opt.model.kind == ModelKind::kGat)
-    ctx.attention = {ctx.attention.rows,   ctx.attention.cols,   ctx.attention.nnz,
-                     k.att_offsets.data(), k.att_indices.data(), k.att_t_offsets.data(),
-                     k.att_t_rows.data(),  k.att_t_edge.data()};
-  ctx.global_ids = k.gpu ? k.gids_dev.data() : d.global_ids;
-  ctx.global_nodes = d.global_nodes;
-  ctx.exchange = k.exch.get();
-  ctx.static_input = true;  // x is the dataset's features for the whole run
+  k.ctx.exchange = k.exch.get();
+  k.ctx.static_input = true;  // x is the dataset's features for the whole run
 }
 
 // The loss is a mean over the labelled training rows (entries, multi-label) of the whole graph.
@@ -278,7 +189,7 @@ void count_labelled(RankRun& k) {
 
 // The outputs of an evaluation pass (no dropout, running statistics), on the host.
 MatrixView evaluate(RankRun& k, Model& model, std::uint64_t seed, int epoch) {
-  MatrixView eval = model.forward(*k.be, k.ctx, k.x, false, seed, epoch);
+  MatrixView eval = model.forward(*k.be, k.ctx, k.inputs.x, false, seed, epoch);
   if (k.gpu) {
     k.eval_host.resize(eval.rows, eval.cols);
     copy_floats(Device::kCpu, k.eval_host.data(), k.dev, eval.data, eval.size());
@@ -317,7 +228,7 @@ double train_step(RankRun& k, int run, int epoch, Model& model, RunState& st, Ra
   const std::int64_t ntrain = std::int64_t(k.split->train.size());
   const double labelled = double(k.labelled);
   Stopwatch clock;
-  const MatrixView logits = model.forward(be, k.ctx, k.x, true, st.result.seed, epoch);
+  const MatrixView logits = model.forward(be, k.ctx, k.inputs.x, true, st.result.seed, epoch);
   double loss = k.multilabel ? be.bce_logits(logits, loss_labels, loss_rows, ntrain, labelled,
                                              k.dlogits.view(), nullptr)
                              : be.softmax_xent(logits, loss_labels, loss_rows, ntrain, labelled,
@@ -549,74 +460,16 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
 
 TrainSummary train_dataset(const fs::path& dataset, const TrainOptions& opt, std::ostream& out) {
   check_train_outputs(opt, dataset, /*lead=*/true);
-  const GraphDataset d = read_graph_dataset(dataset);
-  RankData r;
-  r.source = dataset.string();
-  r.dataset_fingerprint = read_dataset_meta(dataset).value("fingerprint", "");
-  r.owned = r.all = r.inner = r.global_nodes = d.num_nodes();
-  r.graph = d.graph.view();
-  std::vector<std::int32_t> degree(static_cast<std::size_t>(r.owned));
-  for (std::int64_t v = 0; v < r.owned; ++v)
-    degree[std::size_t(v)] = std::int32_t(r.graph.degree(NodeId(v)));
-  r.degree = degree.data();
-  r.features = {const_cast<float*>(d.features.data()), r.owned, d.num_features, Device::kCpu};
-  take_labels(r, d);
-  r.default_split = default_split(d.splits, "");
-  r.original_ids = d.original_ids.empty() ? nullptr : d.original_ids.data();
+  const std::unique_ptr<RankInput> in = open_dataset_rank(dataset);
   LocalCommunicator local;
-  return train_rank(r, local, opt, out);
+  return train_rank(in->data, local, opt, out);
 }
 
 TrainSummary train_parts(const fs::path& parts, Communicator& comm, const TrainOptions& opt,
                          std::ostream& out) {
   check_train_outputs(opt, parts, comm.rank() == 0);
-  const json meta = read_parts_meta(parts);
-  const int k = meta.at("k").get<int>();
-  if (k != comm.size())
-    throw ParamError(parts.string() + " has " + std::to_string(k) + " parts but the job has " +
-                     std::to_string(comm.size()) + " rank" + (comm.size() == 1 ? "" : "s") +
-                     ": run it with mpirun -np " + std::to_string(k));
-  const Part p = read_part(parts, comm.rank());  // validated; refuses a part of another partition
-  {
-    // What no rank can check alone: that its peers agree, i.e. q's send count to r is r's
-    // receive count from q (else the exchange mismatches message sizes). One all-reduce of the
-    // K x K counts, keyed (sender, receiver); every rank reaches the same verdict.
-    std::vector<std::int64_t> counts(2 * std::size_t(k) * std::size_t(k), 0);
-    const auto kk = std::size_t(k), r = std::size_t(p.rank);
-    for (std::size_t q = 0; q < kk; ++q) {
-      counts[r * kk + q] = p.send_offsets[q + 1] - p.send_offsets[q];
-      counts[kk * kk + q * kk + r] = p.recv_offsets[q + 1] - p.recv_offsets[q];
-    }
-    comm.allreduce(counts.data(), std::int64_t(counts.size()), ReduceOp::kSum);
-    for (std::size_t i = 0; i < kk * kk; ++i)
-      if (counts[i] != counts[kk * kk + i])
-        throw InputError(
-            (parts / ("part-" + std::to_string(i / kk)) / "send_offsets.bin").string() + ": part " +
-            std::to_string(i / kk) + " sends " + std::to_string(counts[i]) + " rows to part " +
-            std::to_string(i % kk) + ", which expects " + std::to_string(counts[kk * kk + i]) +
-            " (parts from different partitions?)");
-  }
-  const Array<NodeId> original = comm.rank() == 0 ? read_original_ids(parts) : Array<NodeId>();
-  RankData r;
-  r.source = (parts / ("part-" + std::to_string(p.rank))).string();
-  // A parts folder written without its dataset's fingerprint resumes checkpoints of itself only.
-  r.dataset_fingerprint = meta.value("dataset_fingerprint", "");
-  if (r.dataset_fingerprint.empty())
-    r.dataset_fingerprint = "parts " + meta.value("fingerprint", "");
-  r.partition = meta.value("fingerprint", "");
-  r.owned = p.num_owned;
-  r.all = p.num_owned + p.num_halo;
-  r.inner = p.num_inner;
-  r.global_nodes = p.global_nodes;
-  r.graph = p.graph.view();
-  r.degree = p.degree.data();
-  r.global_ids = p.global_ids.data();
-  r.features = {const_cast<float*>(p.features.data()), p.num_owned, p.num_features, Device::kCpu};
-  take_labels(r, p);
-  r.default_split = default_split(p.splits, meta.at("options").value("split", ""));
-  r.plan = p.halo_plan();
-  r.original_ids = original.empty() ? nullptr : original.data();
-  return train_rank(r, comm, opt, out);
+  const std::unique_ptr<RankInput> in = open_parts_rank(parts, comm);
+  return train_rank(in->data, comm, opt, out);
 }
 
 }  // namespace halo
