@@ -19,7 +19,7 @@ stage=$(mktemp -d /tmp/halo-bundle-XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 lib=/usr/lib/x86_64-linux-gnu
 mkdir -p "$stage/bin" "$stage/lib" "$stage/usr/bin" "$stage/usr/lib/x86_64-linux-gnu/pmix2/lib" "$stage/usr/share"
-for b in halo gnn_tests runtime_tests distributed_tests tool_tests halo_bench_spmm halo_bench_stream; do
+for b in halo gnn_tests runtime_tests distributed_tests predict_tests tool_tests halo_bench_spmm halo_bench_stream; do
   cp "$build/bin/$b" "$stage/bin/"
 done
 # Every library outside glibc and the CUDA toolkit (the GPU machine brings its own CUDA 13), for

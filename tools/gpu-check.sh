@@ -3,7 +3,8 @@
 # with .gpu-bundle.tar.xz from tools/gpu-bundle.sh carried along):
 #   1. the GPU tests: every Backend op CPU vs CUDA, 20-epoch trainings CPU vs CUDA (Cora, a
 #      generated graph), NCCL on one rank, 2 and 4 ranks sharing the GPU (MPI with host
-#      staging) vs 1 rank, and the communication savers on GPU ranks vs CPU ranks;
+#      staging) vs 1 rank, the communication savers on GPU ranks vs CPU ranks, and `halo
+#      predict` on the GPU (1 process, 2 ranks) vs the CPU;
 #   2. the GPU benchmark: a 3-layer GCN (hidden 256) epoch on a generated ogbn-products-sized
 #      graph against PyTorch Geometric's GCNConv on the same graph and GPU, SpMM effective
 #      bandwidth against a device-to-device copy, and the same training with TF32 GEMMs.
@@ -116,6 +117,7 @@ tests() {
 tests gnn-tests gnn_tests 'Cuda*:Device*' 90
 tests runtime-tests runtime_tests 'TrainerGpu*:NcclGpu*' 120
 tests distributed-tests distributed_tests 'DistributedGpu*' 200
+tests predict-tests predict_tests 'PredictGpu*' 90
 
 say "== GPU benchmark"
 unset HALO_CUDA_SYNC

@@ -16,6 +16,7 @@ Action add_generate(CLI::App& app);
 Action add_partition(CLI::App& app);
 Action add_export(CLI::App& app);
 Action add_train(CLI::App& app);
+Action add_predict(CLI::App& app);
 Action add_tgn(CLI::App& app);
 Action add_reorder(CLI::App& app);
 

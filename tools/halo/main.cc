@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
   reg(add_export);
   reg(add_reorder);
   reg(add_train);
+  reg(add_predict);
   reg(add_tgn);
   reg(add_version);
   check_number_flags(app);
