@@ -110,6 +110,63 @@ TEST(Model, GoldenTwoLayerGcnMatchesNumPy) {
   }
 }
 
+// GAT (concatenated and averaged heads, projected and identity residuals, one output head)
+// against NumPy: logits, loss and every parameter's gradient (tests/data/golden/
+// make_gat_golden.py, float64, its gradients central differences of its own forward).
+TEST(Model, GoldenTwoLayerGatMatchesNumPy) {
+  std::ifstream f(test::test_data("golden/gat_golden.json"));
+  ASSERT_TRUE(f) << "missing fixture";
+  const auto cases = nlohmann::json::parse(f);
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& c : cases) {
+    const std::string name = c["name"].get<std::string>();
+    Tiny t;
+    std::vector<std::pair<int, int>> edges;
+    for (const auto& e : c["edges"]) edges.emplace_back(e[0].get<int>(), e[1].get<int>());
+    t.build(c["n"].get<std::int64_t>(), edges);
+    ModelConfig cfg;
+    cfg.kind = ModelKind::kGat;
+    cfg.layers = 2;
+    cfg.in = c["fin"];
+    cfg.heads = c["heads"];
+    cfg.hidden = c["hidden"];
+    cfg.out_heads = c["out_heads"];
+    cfg.out = c["classes"];
+    cfg.residual = c["residual"];
+    cfg.dropout = 0;
+    cfg.attn_dropout = 0;
+    Model model(cfg, 0);
+    auto params = model.params();
+    ASSERT_EQ(params.size(), c["params"].size()) << name;
+    for (Param* p : params) {
+      ASSERT_TRUE(c["params"].contains(p->name)) << name << ": " << p->name;
+      Matrix v = from_json(c["params"][p->name]);
+      ASSERT_EQ(v.rows(), p->value.rows()) << name << ": " << p->name;
+      ASSERT_EQ(v.cols(), p->value.cols()) << name << ": " << p->name;
+      p->value = std::move(v);
+    }
+    const Matrix x = from_json(c["X"]);
+    const std::vector<std::int32_t> labels = c["labels"].get<std::vector<std::int32_t>>();
+    const std::vector<NodeId> train = c["train"].get<std::vector<NodeId>>();
+    Backend& be = cpu_backend();
+    const MatrixView z = model.forward(be, t.ctx, x.view(), true, 0, 1);
+    Matrix logits(z.rows, z.cols);
+    be.copy(z, logits.view());
+    expect_matrix_near(logits, from_json(c["logits"]), 1e-5, name + " logits");
+    const auto labelled = std::count_if(train.begin(), train.end(),
+                                        [&](NodeId v) { return labels[std::size_t(v)] >= 0; });
+    Matrix d(z.rows, z.cols);
+    std::int64_t counted = 0;
+    const double sum = be.softmax_xent(z, labels.data(), train.data(), std::int64_t(train.size()),
+                                       double(labelled), d.view(), &counted);
+    EXPECT_EQ(counted, labelled) << name;
+    EXPECT_NEAR(sum / double(counted), c["loss"].get<double>(), 1e-5) << name;
+    model.backward(be, t.ctx, d.view());
+    for (Param* p : params)
+      expect_matrix_near(p->grad, from_json(c["grads"][p->name]), 2e-5, name + " d" + p->name);
+  }
+}
+
 // Central differences of the mean cross-entropy against the analytic gradients, entry by entry.
 void check_gradients(const std::string& kind, bool batch_norm, float dropout, std::int64_t in,
                      std::int64_t hidden, const std::function<void(ModelConfig&)>& tweak = {}) {
