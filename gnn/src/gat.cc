@@ -136,7 +136,7 @@ MatrixView Model::gat_forward(Backend& be, const GraphContext& g, const MatrixVi
 // gat_forward with training = false, its calls in its order, on views of infer's rotating slabs;
 // el, er and alpha hold one layer's terms at a time.
 MatrixView Model::gat_infer(Backend& be, const GraphContext& g, const MatrixView& x,
-                            const LayerSink& sink) {
+                            const LayerSink& sink, const std::function<void()>& input_read) {
   const ModelConfig& c = config_;
   InferWork& iw = *infer_;
   const AttentionView& A = g.attention;
@@ -150,6 +150,9 @@ MatrixView Model::gat_infer(Backend& be, const GraphContext& g, const MatrixView
     int zs = -1;
     const MatrixView z = iw.take(g.all, hf, zs, {hs});
     be.gemm(false, false, 1.f, h, L.w.value.view(), 0.f, z.rows_range(0, g.owned));
+    // x's last read in layer 0: this transform, or the residual below.
+    const bool first = L.index == 0 && input_read;
+    if (first && !L.residual) input_read();
     if (g.exchange) {
       g.exchange->forward_begin(z, L.index, false);
       g.exchange->forward_end();
@@ -169,6 +172,7 @@ MatrixView Model::gat_infer(Backend& be, const GraphContext& g, const MatrixView
       be.gemm(false, false, 1.f, h, L.w_res.value.view(), 1.f, o);
     else if (L.residual)
       be.add(h, o);
+    if (first && L.residual) input_read();
     if (L.last) {
       MatrixView y = o;
       int ys = os;

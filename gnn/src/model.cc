@@ -496,7 +496,7 @@ MatrixView Model::InferWork::take(std::int64_t rows, std::int64_t cols, int& at,
 // The same backend calls as Layer::forward with training = false, in the same order, on views of
 // the rotating slabs instead of the layers' kept ones.
 MatrixView Model::infer(Backend& be, const GraphContext& g, const MatrixView& x,
-                        const LayerSink& sink) {
+                        const LayerSink& sink, const std::function<void()>& input_read) {
   if (!infer_) {
     infer_ = std::make_unique<InferWork>();
     for (Matrix* m : {&infer_->slab[0], &infer_->slab[1], &infer_->slab[2], &infer_->el,
@@ -508,19 +508,24 @@ MatrixView Model::infer(Backend& be, const GraphContext& g, const MatrixView& x,
   const bool gat = !gat_.empty();
   iw.floats =
       g.all * std::max({c.in, c.hidden * (gat ? c.heads : 1), c.out * (gat ? c.out_heads : 1)});
-  if (gat) return gat_infer(be, g, x, sink);
+  if (gat) return gat_infer(be, g, x, sink, input_read);
   MatrixView h = x;
   int hs = -1;  // the slab h is in (-1: the caller's x)
   for (auto& Lp : layers_) {
     Layer& L = *Lp;
     const OperatorView& op = L.sage ? g.mean : g.gcn;
     const int root = L.sage ? hs : -1;  // SAGE's root term reads h after the aggregation
+    // x's last read in layer 0: the transform or the aggregation, or SAGE's root term.
+    const auto read = [&] {
+      if (L.index == 0 && input_read) input_read();
+    };
     MatrixView y;
     int ys = -1;
     if (L.transform_first) {
       int ts = -1;
       const MatrixView t_all = iw.take(g.all, L.out, ts, {hs});
       be.gemm(false, false, 1.f, h, L.w.value.view(), 0.f, t_all.rows_range(0, g.owned));
+      if (!L.sage) read();
       y = iw.take(g.owned, L.out, ys, {ts, root});
       aggregate_with_halo(be, g, op.fwd, t_all, y, L.index, false, /*consume=*/true);
     } else {
@@ -533,10 +538,14 @@ MatrixView Model::infer(Backend& be, const GraphContext& g, const MatrixView& x,
       int zs = -1;
       const MatrixView z = iw.take(g.owned, L.in, zs, {as, root});
       aggregate_with_halo(be, g, op.fwd, xa, z, L.index, false, /*consume=*/false);
+      if (!L.sage) read();
       y = iw.take(g.owned, L.out, ys, {zs, root});
       be.gemm(false, false, 1.f, z, L.w.value.view(), 0.f, y);
     }
-    if (L.sage) be.gemm(false, false, 1.f, h, L.w_root.value.view(), 1.f, y);
+    if (L.sage) {
+      be.gemm(false, false, 1.f, h, L.w_root.value.view(), 1.f, y);
+      read();
+    }
     if (!L.bn) be.add_bias(y, L.b.value.data());
     if (!L.last && !L.bn) be.relu(y);
     if (!L.last && L.bn) {

@@ -275,13 +275,12 @@ PredictSummary predict_rank(const RankInput& in, Communicator& comm, const Predi
   }
 
   Stopwatch clock;
-  MatrixView logits = model.infer(be, ctx, inputs.x, [&](int layer, const MatrixView& y) {
-    if (layer == 0) {  // the features are read: their pages and copies can go
-      in.release_features();
-      inputs.drop_features();
-    }
-    emb.take(layer, y, s);
-  });
+  MatrixView logits = model.infer(
+      be, ctx, inputs.x, [&](int layer, const MatrixView& y) { emb.take(layer, y, s); },
+      [&] {  // the features are read: their pages and copies go before layer 0's output forms
+        in.release_features();
+        inputs.drop_features();
+      });
   if (cuda) device_synchronize();
   double infer_s = clock.seconds() - emb.seconds();
   comm.allreduce(&infer_s, 1, ReduceOp::kMax);

@@ -350,7 +350,8 @@ TEST(Model, GcnActivationMemoryIsOneSlabPerHiddenLayerPlusOne) {
 
 // Model::infer: every layer's output equals the evaluation forward's, bit for bit, for every layer
 // order and kind (GCN aggregate-first and transform-first, batch norm, SAGE's root term, GAT's
-// heads, averaged output heads and residuals), and a GCN's inference holds two slabs only.
+// heads, averaged output heads and residuals), x is not read after input_read, and a GCN's
+// inference holds two slabs only.
 TEST(Model, InferEqualsTheEvaluationForwardLayerByLayer) {
   const std::int64_t n = 150, in = 6;
   RandomTask task(n, 600, in, 3, 11);
@@ -421,9 +422,16 @@ TEST(Model, InferEqualsTheEvaluationForwardLayerByLayer) {
     ASSERT_EQ(inf.size(), std::int64_t(logits.size())) << what;
     EXPECT_EQ(0, std::memcmp(inf.data, logits.data(), logits.size() * 4)) << what;
     EXPECT_FALSE(std::all_of(logits.begin(), logits.end(), [](float v) { return v == 0; }));
-    // A second call reuses the slabs and gives the same bits.
+    // A second call reuses the slabs and gives the same bits, and x is never read once
+    // input_read has been called (once): the caller may free it there.
     const std::int64_t bytes = model.inference_bytes();
-    const MatrixView again = model.infer(be, t.ctx, task.x.view());
+    Matrix x = task.x;
+    int reads = 0;
+    const MatrixView again = model.infer(be, t.ctx, x.view(), {}, [&] {
+      ++reads;
+      x.fill(std::nanf(""));
+    });
+    EXPECT_EQ(reads, 1) << what;
     EXPECT_EQ(0, std::memcmp(again.data, logits.data(), logits.size() * 4)) << what;
     EXPECT_EQ(model.inference_bytes(), bytes) << what;
     const std::int64_t widest = std::max(

@@ -108,9 +108,11 @@ class Model {
   // Inference: forward(training = false)'s outputs, bit for bit, with nothing kept for backward.
   // Layer by layer through rotating slabs of [all x widest layer] floats, allocated on first use:
   // two for GCN, three when a layer's input is read beside its aggregate (SAGE's root term,
-  // GAT's residual and attention). Returns the logits, valid until the next call.
+  // GAT's residual and attention). Returns the logits, valid until the next call. input_read, when
+  // set, is called as soon as layer 0 has read x for the last time, so the caller can free x
+  // before the layer's output is formed.
   MatrixView infer(Backend& be, const GraphContext& g, const MatrixView& x,
-                   const LayerSink& sink = {});
+                   const LayerSink& sink = {}, const std::function<void()>& input_read = {});
   // Bytes inference's slabs hold now (its whole memory but one layer's [nnz x heads] attention).
   std::int64_t inference_bytes() const;
   // Gradients of every parameter from d(loss)/d(logits) (owned x out). Call after a training
@@ -151,7 +153,7 @@ class Model {
   MatrixView gat_forward(Backend& be, const GraphContext& g, const MatrixView& x, bool training,
                          std::uint64_t seed, std::int64_t epoch, const LayerSink& sink);
   MatrixView gat_infer(Backend& be, const GraphContext& g, const MatrixView& x,
-                       const LayerSink& sink);
+                       const LayerSink& sink, const std::function<void()>& input_read);
   void gat_backward(Backend& be, const GraphContext& g, const MatrixView& dlogits);
   std::int64_t gat_activation_bytes() const;
 };
