@@ -20,6 +20,11 @@ Action add_predict(CLI::App& app);
 Action add_tgn(CLI::App& app);
 Action add_reorder(CLI::App& app);
 
+// Builds the `halo` app, parses argv (argv[0]: the program's name) and runs the command in this
+// process: its exit status (--help and --version print and give 0). Errors propagate as
+// exceptions, command-line ones as ParamError carrying the one line `halo` prints.
+int run_command(int argc, char** argv);
+
 // The one-line footer long commands end with: "<what> in 1.23 s, peak memory 45.6 MiB".
 void print_footer(const std::string& what, double seconds);
 
