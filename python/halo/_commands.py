@@ -1,0 +1,106 @@
+"""halo's commands in this process: keyword arguments become the CLI's flags."""
+import json
+import os
+import tempfile
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import _halo
+
+
+def _flags(flags):
+    """``hidden=64, norm_features=True, quiet=False`` -> ``["--hidden", "64", "--norm-features"]``."""
+    out = []
+    for key, value in flags.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def run(*args):
+    """Runs ``halo ARGS...`` in this process and returns its exit status (0); errors raise
+    :class:`halo.Error` with the line the CLI prints. Output goes to this process's stdout."""
+    return _halo.run([os.fspath(a) for a in args])
+
+
+def convert(input, out, **flags):
+    """``halo convert INPUT -o OUT [flags]``; returns the written :class:`halo.Dataset`, or for
+    an event file (a temporal dataset, for :func:`halo.tgn.train`) its path."""
+    from ._dataset import Dataset
+    run("convert", input, "-o", out, *_flags(flags))
+    with open(os.path.join(out, "meta.json")) as f:
+        kind = json.load(f).get("kind", "graph")
+    return Dataset.open(out) if kind == "graph" else os.fspath(out)
+
+
+def generate(out, **flags):
+    """``halo generate -o OUT [flags]`` (nodes=, avg_degree=, features=, classes=, ...)."""
+    from ._dataset import Dataset
+    run("generate", "-o", out, *_flags(flags))
+    return Dataset.open(out) if flags.get("format", "native") == "native" else None
+
+
+def partition(dataset, k, out, **flags):
+    """``halo partition DATASET -k K -o OUT [flags]``; returns the quality report (the parts'
+    meta.json: cut, communication volume, balance, options, seconds) as a dict."""
+    run("partition", dataset, "-k", str(k), "-o", out, *_flags(flags))
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    meta.pop("arrays", None)
+    return meta
+
+
+def _summary(log):
+    with open(log) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return next(r for r in reversed(records) if r.get("type") == "summary")
+
+
+def train(dataset, *, predictions=False, **flags):
+    """``halo train DATASET|PARTS [flags]`` on one process; returns the log's summary record
+    (the dict ``--log`` ends with) and, with ``predictions=True``, also the best model's
+    predictions in input order (``--predictions-out``) as a NumPy array."""
+    with tempfile.TemporaryDirectory(prefix="halo-train-") as tmp:
+        log = flags.pop("log", None) or os.path.join(tmp, "log.jsonl")
+        extra = ["--log", log]
+        if predictions:
+            extra += ["--predictions-out", os.path.join(tmp, "pred.npy")]
+        run("train", dataset, *extra, *_flags(flags))
+        summary = _summary(log)
+        if not predictions:
+            return summary
+        return summary, np.load(os.path.join(tmp, "pred.npy"))
+
+
+def predict(dataset, checkpoint, *, embeddings=False, **flags):
+    """``halo predict DATASET|PARTS --checkpoint DIR [flags]`` on one process; returns the
+    predictions (input order) and, with ``embeddings=True``, also layer ``layer=``'s output
+    (default: the last hidden layer) as float32 ``[nodes x width]``."""
+    with tempfile.TemporaryDirectory(prefix="halo-predict-") as tmp:
+        extra = ["--checkpoint", checkpoint, "-o", os.path.join(tmp, "pred.npy")]
+        if embeddings:
+            extra += ["--embeddings-out", os.path.join(tmp, "emb.npy")]
+        run("predict", dataset, *extra, *_flags(flags))
+        pred = np.load(os.path.join(tmp, "pred.npy"))
+        if not embeddings:
+            return pred
+        return pred, np.load(os.path.join(tmp, "emb.npy"))
+
+
+def _tgn_train(dataset, **flags):
+    """``halo tgn train DATASET [flags]``; returns the log's summary record."""
+    with tempfile.TemporaryDirectory(prefix="halo-tgn-") as tmp:
+        log = flags.pop("log", None) or os.path.join(tmp, "log.jsonl")
+        run("tgn", "train", dataset, "--log", log, *_flags(flags))
+        return _summary(log)
+
+
+tgn = SimpleNamespace(train=_tgn_train)
