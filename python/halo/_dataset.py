@@ -45,8 +45,9 @@ class Dataset:
         return np.stack([rows, self.indices.astype(np.int64)])
 
     def to_scipy(self):
-        """The adjacency as a ``scipy.sparse.csr_matrix`` sharing the index arrays (weights, or
-        ones)."""
+        """The adjacency as a ``scipy.sparse.csr_matrix`` (the edge weights, or ones). SciPy
+        copies the index arrays into one index dtype: ~2.3 s and 0.5 GiB at ogbn-products
+        size, where opening takes milliseconds."""
         import scipy.sparse as sp
         data = self.edge_weights if self.edge_weights is not None else \
             np.ones(self.num_edges, dtype=np.float32)
