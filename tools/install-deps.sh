@@ -16,7 +16,7 @@ packages=(
   libcli11-dev                  # command line
   libopenblas-openmp-dev        # GEMM in the CPU backend (OpenMP threading, like halo)
   python3-matplotlib            # tools/plot-log.py (and its test)
-  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest python3-mypy
                                 # the Python package (python/: import halo) and its tests
   iproute2 procps bc            # tools/cluster (namespaces, links), the failure tests
 )

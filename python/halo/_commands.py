@@ -1,17 +1,25 @@
 """halo's commands in this process: keyword arguments become the CLI's flags."""
+from __future__ import annotations
+
 import json
 import os
 import tempfile
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
 
 import numpy as np
 
 from . import _halo
 
+if TYPE_CHECKING:
+    from ._dataset import Dataset
 
-def _flags(flags):
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _flags(flags: Dict[str, Any]) -> List[str]:
     """``hidden=64, norm_features=True, quiet=False`` -> ``["--hidden", "64", "--norm-features"]``."""
-    out = []
+    out: List[str] = []
     for key, value in flags.items():
         if value is None or value is False:
             continue
@@ -25,13 +33,13 @@ def _flags(flags):
     return out
 
 
-def run(*args):
+def run(*args: PathLike) -> int:
     """Runs ``halo ARGS...`` in this process and returns its exit status (0); errors raise
     :class:`halo.Error` with the line the CLI prints. Output goes to this process's stdout."""
     return _halo.run([os.fspath(a) for a in args])
 
 
-def convert(input, out, **flags):
+def convert(input: PathLike, out: PathLike, **flags: Any) -> Union["Dataset", str]:
     """``halo convert INPUT -o OUT [flags]``; returns the written :class:`halo.Dataset`, or for
     an event file (a temporal dataset, for :func:`halo.tgn.train`) its path."""
     from ._dataset import Dataset
@@ -41,14 +49,14 @@ def convert(input, out, **flags):
     return Dataset.open(out) if kind == "graph" else os.fspath(out)
 
 
-def generate(out, **flags):
+def generate(out: PathLike, **flags: Any) -> Union["Dataset", None]:
     """``halo generate -o OUT [flags]`` (nodes=, avg_degree=, features=, classes=, ...)."""
     from ._dataset import Dataset
     run("generate", "-o", out, *_flags(flags))
     return Dataset.open(out) if flags.get("format", "native") == "native" else None
 
 
-def partition(dataset, k, out, **flags):
+def partition(dataset: PathLike, k: int, out: PathLike, **flags: Any) -> Dict[str, Any]:
     """``halo partition DATASET -k K -o OUT [flags]``; returns the quality report (the parts'
     meta.json: cut, communication volume, balance, options, seconds) as a dict."""
     run("partition", dataset, "-k", str(k), "-o", out, *_flags(flags))
@@ -58,13 +66,14 @@ def partition(dataset, k, out, **flags):
     return meta
 
 
-def _summary(log):
+def _summary(log: PathLike) -> Dict[str, Any]:
     with open(log) as f:
         records = [json.loads(line) for line in f if line.strip()]
     return next(r for r in reversed(records) if r.get("type") == "summary")
 
 
-def train(dataset, *, predictions=False, **flags):
+def train(dataset: PathLike, *, predictions: bool = False,
+          **flags: Any) -> Union[Dict[str, Any], Tuple[Dict[str, Any], np.ndarray]]:
     """``halo train DATASET|PARTS [flags]`` on one process; returns the log's summary record
     (the dict ``--log`` ends with) and, with ``predictions=True``, also the best model's
     predictions in input order (``--predictions-out``) as a NumPy array."""
@@ -80,7 +89,8 @@ def train(dataset, *, predictions=False, **flags):
         return summary, np.load(os.path.join(tmp, "pred.npy"))
 
 
-def predict(dataset, checkpoint, *, embeddings=False, **flags):
+def predict(dataset: PathLike, checkpoint: PathLike, *, embeddings: bool = False,
+            **flags: Any) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
     """``halo predict DATASET|PARTS --checkpoint DIR [flags]`` on one process; returns the
     predictions (input order) and, with ``embeddings=True``, also layer ``layer=``'s output
     (default: the last hidden layer) as float32 ``[nodes x width]``."""
@@ -95,7 +105,7 @@ def predict(dataset, checkpoint, *, embeddings=False, **flags):
         return pred, np.load(os.path.join(tmp, "emb.npy"))
 
 
-def _tgn_train(dataset, **flags):
+def _tgn_train(dataset: PathLike, **flags: Any) -> Dict[str, Any]:
     """``halo tgn train DATASET [flags]``; returns the log's summary record."""
     with tempfile.TemporaryDirectory(prefix="halo-tgn-") as tmp:
         log = flags.pop("log", None) or os.path.join(tmp, "log.jsonl")

@@ -1,10 +1,21 @@
 """Native datasets from and to NumPy, SciPy, PyTorch, PyG and DGL."""
+from __future__ import annotations
+
 import json
 import os
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _halo
+
+if TYPE_CHECKING:  # only for the annotations: none of these is imported at run time
+    import dgl
+    import scipy.sparse
+    import torch_geometric.data
+
+PathLike = Union[str, "os.PathLike[str]"]
+ArrayLike = Any  # a NumPy array, a torch tensor or a (nested) list of numbers
 
 
 class Dataset:
@@ -20,7 +31,22 @@ class Dataset:
     (meta.json).
     """
 
-    def __init__(self, path, arrays):
+    num_nodes: int
+    num_edges: int
+    directed: bool
+    name: str
+    offsets: np.ndarray
+    indices: np.ndarray
+    edge_weights: Optional[np.ndarray]
+    features: Optional[np.ndarray]
+    labels: Optional[np.ndarray]
+    label_kind: str
+    num_classes: int
+    splits: Dict[str, Dict[str, np.ndarray]]
+    original_ids: Optional[np.ndarray]
+    meta: Dict[str, Any]
+
+    def __init__(self, path: PathLike, arrays: Mapping[str, Any]) -> None:
         self.path = os.fspath(path)
         for key, value in arrays.items():
             setattr(self, key, value)
@@ -28,23 +54,23 @@ class Dataset:
             self.meta = json.load(f)
 
     @classmethod
-    def open(cls, path, *, validate=False):
+    def open(cls, path: PathLike, *, validate: bool = False) -> "Dataset":
         """Maps the dataset at ``path``. ``validate=True`` also runs the structure checks halo
         train runs (ids, symmetry, finite features, labels, splits, checksums), which read every
         page; without it meta.json and every array's size are checked."""
         return cls(path, _halo.open_dataset(os.fspath(path), validate))
 
     @property
-    def csr(self):
+    def csr(self) -> Tuple[np.ndarray, np.ndarray]:
         """(offsets, indices): row u's neighbours are ``indices[offsets[u]:offsets[u + 1]]``."""
         return self.offsets, self.indices
 
-    def edge_index(self):
+    def edge_index(self) -> np.ndarray:
         """The stored edges as an int64 [2 x num_edges] array (PyG's layout; a copy)."""
         rows = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(self.offsets))
         return np.stack([rows, self.indices.astype(np.int64)])
 
-    def to_scipy(self):
+    def to_scipy(self) -> "scipy.sparse.csr_matrix":
         """The adjacency as a ``scipy.sparse.csr_matrix`` (the edge weights, or ones). SciPy
         copies the index arrays into one index dtype: ~2.3 s and 0.5 GiB at ogbn-products
         size, where opening takes milliseconds."""
@@ -54,22 +80,22 @@ class Dataset:
         return sp.csr_matrix((data, self.indices, self.offsets),
                              shape=(self.num_nodes, self.num_nodes))
 
-    def _masks(self, split):
-        masks = {}
-        for part, ids in self.splits.get(split, {}).items():
+    def _masks(self, split: Optional[str]) -> Dict[str, np.ndarray]:
+        masks: Dict[str, np.ndarray] = {}
+        for part, ids in self.splits.get(split or "", {}).items():
             m = np.zeros(self.num_nodes, dtype=bool)
             m[ids] = True
             masks[part] = m
         return masks
 
-    def _y(self):
+    def _y(self) -> Optional[np.ndarray]:
         if self.labels is None:
             return None
         if self.label_kind == "multiclass":
             return self.labels[:, 0].astype(np.int64)
         return self.labels.astype(np.float32)  # multi-label: -1 stays for missing
 
-    def to_pyg(self, split=None):
+    def to_pyg(self, split: Optional[str] = None) -> "torch_geometric.data.Data":
         """A ``torch_geometric.data.Data`` (x, edge_index, y, train/val/test masks of ``split``,
         default the first), copying the arrays into tensors."""
         import torch
@@ -85,7 +111,7 @@ class Dataset:
             setattr(data, {"valid": "val"}.get(part, part) + "_mask", torch.from_numpy(m))
         return data
 
-    def to_dgl(self, split=None):
+    def to_dgl(self, split: Optional[str] = None) -> "dgl.DGLGraph":
         """A ``dgl.DGLGraph`` with ndata feat, label and train/val/test_mask of ``split``."""
         import dgl
         import torch
@@ -102,13 +128,13 @@ class Dataset:
             g.ndata[{"valid": "val"}.get(part, part) + "_mask"] = torch.from_numpy(m)
         return g
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "halo.Dataset(%r: %d nodes, %d stored edges, %s features, %s)" % (
             self.path, self.num_nodes, self.num_edges,
             self.features.shape[1] if self.features is not None else 0, self.label_kind)
 
 
-def _numpy(value, what):
+def _numpy(value: ArrayLike, what: str) -> Any:
     """value (NumPy, a torch tensor, a list) as a NumPy array."""
     if value is None:
         return None
@@ -120,7 +146,7 @@ def _numpy(value, what):
     return a
 
 
-def _ids(value, what):
+def _ids(value: ArrayLike, what: str) -> np.ndarray:
     a = _numpy(value, what)
     if a.dtype.kind == "b":  # a mask
         if a.ndim != 1:
@@ -132,7 +158,7 @@ def _ids(value, what):
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def _labels(y):
+def _labels(y: ArrayLike) -> Tuple[np.ndarray, bool]:
     """y as int32 [n x C] with -1 for missing, and whether it is multi-label."""
     a = _numpy(y, "y")
     multilabel = a.ndim == 2 and a.shape[1] > 1
@@ -153,8 +179,12 @@ def _labels(y):
     return np.ascontiguousarray(a, dtype=np.int32), multilabel
 
 
-def write_dataset(path, *, edge_index=None, csr=None, x=None, y=None, splits=None,
-                  edge_weight=None, num_nodes=None, directed=False, name=None, overwrite=False):
+def write_dataset(path: PathLike, *, edge_index: Any = None, csr: Any = None,
+                  x: ArrayLike = None, y: ArrayLike = None,
+                  splits: Optional[Mapping[str, Mapping[str, ArrayLike]]] = None,
+                  edge_weight: ArrayLike = None, num_nodes: Optional[int] = None,
+                  directed: bool = False, name: Optional[str] = None,
+                  overwrite: bool = False) -> Dataset:
     """Writes a native dataset at ``path`` (as ``halo convert`` does: checked, staged, nothing
     left behind on error) and returns it opened.
 
@@ -202,13 +232,14 @@ def write_dataset(path, *, edge_index=None, csr=None, x=None, y=None, splits=Non
                 break
         else:
             num_nodes = int(max(src.max(initial=-1), dst.max(initial=-1))) + 1
-    split_ids = {}
+    split_ids: Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for split, parts in (splits or {}).items():
         missing = {"train", "valid", "test"} - set(parts)
         if missing:
             raise _halo.InputError("splits[%r]: missing %s" % (split, ", ".join(sorted(missing))))
-        split_ids[split] = tuple(_ids(parts[p], "splits[%r][%r]" % (split, p))
-                                 for p in ("train", "valid", "test"))
+        train, valid, test = (_ids(parts[p], "splits[%r][%r]" % (split, p))
+                              for p in ("train", "valid", "test"))
+        split_ids[split] = (train, valid, test)
     _halo.write_dataset(
         os.fspath(path), int(num_nodes), np.ascontiguousarray(src, dtype=np.int64),
         np.ascontiguousarray(dst, dtype=np.int64),
@@ -220,7 +251,8 @@ def write_dataset(path, *, edge_index=None, csr=None, x=None, y=None, splits=Non
     return Dataset.open(path)
 
 
-def from_pyg(data, path, *, split="random", **kwargs):
+def from_pyg(data: "torch_geometric.data.Data", path: PathLike, *, split: str = "random",
+             **kwargs: Any) -> Dataset:
     """Writes a PyG ``Data`` (edge_index, x, y, train/val/test masks as split ``split``)."""
     splits = None
     masks = [getattr(data, k, None) for k in ("train_mask", "val_mask", "test_mask")]
@@ -231,7 +263,8 @@ def from_pyg(data, path, *, split="random", **kwargs):
                          num_nodes=data.num_nodes, **kwargs)
 
 
-def from_dgl(graph, path, *, split="random", feat="feat", label="label", **kwargs):
+def from_dgl(graph: "dgl.DGLGraph", path: PathLike, *, split: str = "random",
+             feat: str = "feat", label: str = "label", **kwargs: Any) -> Dataset:
     """Writes a DGL graph (edges, ndata[feat], ndata[label], train/val/test_mask)."""
     src, dst = graph.edges()
     nd = graph.ndata
