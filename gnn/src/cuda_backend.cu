@@ -38,13 +38,20 @@
 
 namespace halo {
 
-void check_launch() {
-  HALO_CUDA_CHECK(cudaGetLastError());
+void check_launch(const char* op) {
+  const cudaError_t launch = cudaGetLastError();
+  if (launch != cudaSuccess)
+    throw SystemError(std::string(op) + ": launch failed: " + cudaGetErrorString(launch));
   static const bool sync = [] {
     const char* v = std::getenv("HALO_CUDA_SYNC");
     return v && std::string(v) == "1";
   }();
-  if (sync) device_synchronize();  // the backend's work, not NCCL's in-flight exchanges
+  if (!sync) return;
+  try {
+    device_synchronize();  // the backend's work, not NCCL's in-flight exchanges
+  } catch (const SystemError& e) {
+    throw SystemError(std::string(op) + " failed on the GPU (HALO_CUDA_SYNC=1): " + e.what());
+  }
 }
 
 namespace {
@@ -609,6 +616,8 @@ CudaBackend::CudaBackend() {
     HALO_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
     HALO_CUSPARSE_CHECK(cusparseCreate(&cusparse_));
     HALO_CUSPARSE_CHECK(cusparseSetStream(cusparse_, stream_));
+    // An upload's SpMM state goes with it (the backend outlives most operators).
+    release_hook_ = add_storage_release_hook([this](std::uint64_t id) { drop_spmm_operators(id); });
   } catch (...) {
     release();
     throw;
@@ -619,8 +628,10 @@ CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::release() noexcept {
   // Teardown ignores errors (the runtime may already be shutting down at process exit).
+  if (release_hook_) remove_storage_release_hook(release_hook_);
+  release_hook_ = 0;
   if (stream_) cudaStreamSynchronize(stream_);
-  spmm_plans_.clear();
+  spmm_ops_.clear();
   if (cusparse_) cusparseDestroy(cusparse_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -652,10 +663,10 @@ const double* CudaBackend::reduce_columns(const MatrixView& a, const float* h, f
                   unsigned(std::min<std::int64_t>(blocks, 65535)));
   column_partials_kernel<Kind>
       <<<grid, threads, 0, stream_>>>(a.data, h, a.rows, cols, block_rows, blocks, part);
-  check_launch();
+  check_launch(__func__);
   combine_partials_kernel<<<grid_for(outputs * cols), kThreads, 0, stream_>>>(
       part, blocks, outputs * cols, out, out_f);
-  check_launch();
+  check_launch(__func__);
   return out;
 }
 
@@ -666,7 +677,7 @@ double CudaBackend::sum_losses(const double* loss, const std::int32_t* count, st
   std::vector<long long> hc(std::size_t(chunks), 0);
   if (chunks > 0) {
     sum_chunks_kernel<<<unsigned(chunks), kThreads, 0, stream_>>>(loss, count, n, psum, pcount);
-    check_launch();
+    check_launch(__func__);
     HALO_CUDA_CHECK(cudaMemcpyAsync(hs.data(), psum, sizeof(double) * hs.size(),
                                     cudaMemcpyDeviceToHost, stream_));
     HALO_CUDA_CHECK(cudaMemcpyAsync(hc.data(), pcount, sizeof(long long) * hc.size(),
@@ -694,7 +705,7 @@ void CudaBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, co
       fill(C, 0);
     else {
       scale_kernel<<<grid_for(C.size()), kThreads, 0, stream_>>>(C.data, beta, C.size());
-      check_launch();
+      check_launch(__func__);
     }
     return;
   }
@@ -709,6 +720,7 @@ void CudaBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, co
   if (precision_ == MatmulPrecision::kFp32) {
     HALO_CUBLAS_CHECK(cublasSgemm(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data,
                                   int(B.cols), A.data, int(A.cols), &beta, C.data, int(C.cols)));
+    check_launch("cublasSgemm (gemm)");
     return;
   }
   // float32 storage, inputs rounded to TF32 or BF16 on the tensor cores, float32 sums.
@@ -718,18 +730,20 @@ void CudaBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, co
   HALO_CUBLAS_CHECK(cublasGemmEx(cublas_, opb, opa, int(n), int(m), int(k), &alpha, B.data,
                                  CUDA_R_32F, int(B.cols), A.data, CUDA_R_32F, int(A.cols), &beta,
                                  C.data, CUDA_R_32F, int(C.cols), compute, CUBLAS_GEMM_DEFAULT));
+  check_launch("cublasGemmEx (gemm)");
 }
 
 void CudaBackend::do_add_bias(const MatrixView& Y, const float* b) {
   if (Y.size() == 0) return;
   add_bias_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, b, Y.size(), Y.cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_column_sums(const MatrixView& X, float* out) {
   if (X.cols == 0) return;
   if (X.rows == 0) {
     HALO_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * std::size_t(X.cols), stream_));
+    check_launch(__func__);
     return;
   }
   reduce_columns<0>(X, nullptr, out);
@@ -738,13 +752,13 @@ void CudaBackend::do_column_sums(const MatrixView& X, float* out) {
 void CudaBackend::do_relu(const MatrixView& Y) {
   if (Y.size() == 0) return;
   relu_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, Y.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_relu_backward(const MatrixView& Y, const MatrixView& dY) {
   if (Y.size() == 0) return;
   relu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, Y.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
@@ -752,7 +766,7 @@ void CudaBackend::do_bn_relu_backward(const MatrixView& xhat, const float* gamma
   if (xhat.size() == 0) return;
   bn_relu_backward_kernel<<<grid_for(xhat.size()), kThreads, 0, stream_>>>(
       xhat.data, gamma, beta, dY.data, xhat.size(), xhat.cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
@@ -762,7 +776,7 @@ void CudaBackend::do_dropout(const MatrixView& Y, float p, PhiloxKey key, const 
   const std::int64_t threads = Y.rows * ((Y.cols + 63) / 64) * 8;
   dropout_kernel<<<grid_for(threads), kThreads, 0, stream_>>>(Y.data, Y.rows, Y.cols, scale,
                                                               threshold, key, row_ids);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_column_moments(const MatrixView& X, double* sum, double* sumsq) {
@@ -794,7 +808,7 @@ void CudaBackend::do_batch_norm_apply(const MatrixView& X, const float* mean, co
   const float* d_inv = upload(base, inv_at, inv_std, cols);
   batch_norm_apply_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(
       X.data, d_mean, d_inv, gamma, beta, xhat ? xhat->data : nullptr, Y.data, X.size(), cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat,
@@ -830,7 +844,7 @@ void CudaBackend::do_batch_norm_backward(const MatrixView& dY, const MatrixView&
   const float* d_mdx = upload(base, mdx_at, mean_dy_xhat, cols);
   batch_norm_backward_kernel<<<grid_for(dY.size()), kThreads, 0, stream_>>>(
       dY.data, xhat.data, gamma, d_inv, d_mdy, d_mdx, dX.data, dY.size(), cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 template <class Launch>
@@ -851,7 +865,7 @@ double CudaBackend::row_losses(const MatrixView& dlogits, std::int64_t nrows, st
   double* loss = reinterpret_cast<double*>(base + loss_at);
   std::int32_t* count = reinterpret_cast<std::int32_t*>(base + count_at);
   launch(loss, count);
-  check_launch();
+  check_launch(__func__);
   return sum_losses(loss, count, nrows, reinterpret_cast<double*>(base + psum_at),
                     reinterpret_cast<long long*>(base + pcnt_at), counted);
 }
@@ -884,7 +898,7 @@ void CudaBackend::do_adam(float* p, const float* g, float* m, float* v, std::int
   const float bc2_sqrt = float(std::sqrt(bc2));
   adam_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p, g, m, v, n, s.beta1, s.beta2, s.eps,
                                                      s.weight_decay, step_size, bc2_sqrt);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
@@ -892,7 +906,7 @@ void CudaBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::
   if (n <= 0 || src.cols == 0) return;
   gather_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, dst.data, n,
                                                                        src.cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
@@ -917,47 +931,50 @@ void CudaBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, 
   std::int32_t* iota = reinterpret_cast<std::int32_t*>(base + iota_at);
   std::int32_t* order = reinterpret_cast<std::int32_t*>(base + order_at);
   iota_kernel<<<grid_for(n), kThreads, 0, stream_>>>(iota, n);
-  check_launch();
+  check_launch(__func__);
   // LSD radix sort is stable: rows with one destination keep their index order.
   HALO_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(base + temp_at, temp_bytes, idx, keys, iota,
                                                   order, int(n), 0, end_bit, stream_));
+  check_launch("cub::DeviceRadixSort::SortPairs (scatter_add_rows)");
   scatter_add_sorted_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(
       src.data, keys, order, dst.data, n, src.cols);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_add(const MatrixView& src, const MatrixView& dst) {
   if (src.size() == 0) return;
   add_kernel<<<grid_for(src.size()), kThreads, 0, stream_>>>(src.data, dst.data, src.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_copy(const MatrixView& src, const MatrixView& dst) {
   if (src.size() == 0 || src.data == dst.data) return;
   HALO_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, sizeof(float) * std::size_t(src.size()),
                                   cudaMemcpyDeviceToDevice, stream_));
+  check_launch(__func__);
 }
 
 void CudaBackend::do_fill(const MatrixView& X, float v) {
   if (X.size() == 0) return;
   if (v == 0.f && !std::signbit(v)) {
     HALO_CUDA_CHECK(cudaMemsetAsync(X.data, 0, sizeof(float) * std::size_t(X.size()), stream_));
+    check_launch(__func__);
     return;
   }
   fill_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(X.data, v, X.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
   if (n <= 0) return;
   pack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
   if (n <= 0) return;
   unpack_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
-  check_launch();
+  check_launch(__func__);
 }
 
 Backend& cuda_backend() {
@@ -973,7 +990,7 @@ void CudaBackend::do_gat_head_dots(const MatrixView& z, const MatrixView& a, con
   if (t.size() == 0) return;
   gat_head_dots_kernel<<<grid_for(t.size()), kThreads, 0, stream_>>>(
       z.data, a.data, z.rows, int(a.rows), int(a.cols), t.data);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,
@@ -984,7 +1001,7 @@ void CudaBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixVie
   if (n == 0) return;
   gat_head_dots_dz_kernel<<<grid_for(n * hf), kThreads, 0, stream_>>>(a.data, dt.data, n, heads,
                                                                       width, dz.data);
-  check_launch();
+  check_launch(__func__);
   const std::int64_t block_rows = reduce_block_rows(n);
   const std::int64_t blocks = (n + block_rows - 1) / block_rows;
   Layout lay;
@@ -998,11 +1015,11 @@ void CudaBackend::do_gat_head_dots_backward(const MatrixView& z, const MatrixVie
                   unsigned(std::min<std::int64_t>(blocks, 65535)));
   gat_head_dots_da_partials_kernel<<<grid, threads, 0, stream_>>>(z.data, dt.data, n, heads, width,
                                                                   block_rows, blocks, part);
-  check_launch();
+  check_launch(__func__);
   combine_partials_kernel<<<grid_for(hf), kThreads, 0, stream_>>>(part, blocks, hf, sum, nullptr);
-  check_launch();
+  check_launch(__func__);
   add_double_kernel<<<grid_for(hf), kThreads, 0, stream_>>>(sum, hf, da.data);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_gat_edge_softmax(const AttentionView& A, const MatrixView& el,
@@ -1011,7 +1028,7 @@ void CudaBackend::do_gat_edge_softmax(const AttentionView& A, const MatrixView& 
   const int heads = int(el.cols);
   gat_softmax_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(A, el.data, er.data, heads,
                                                                          slope, alpha.data);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
@@ -1022,12 +1039,12 @@ void CudaBackend::do_gat_edge_softmax_backward(const AttentionView& A, const Mat
   if (A.rows > 0) {
     gat_softmax_backward_rows_kernel<<<grid_for(A.rows * heads), kThreads, 0, stream_>>>(
         A, el.data, er.data, heads, slope, alpha.data, dalpha.data, der.data);
-    check_launch();
+    check_launch(__func__);
   }
   if (A.cols > 0) {
     gat_softmax_backward_cols_kernel<<<grid_for(A.cols * heads), kThreads, 0, stream_>>>(
         A, dalpha.data, heads, del.data);
-    check_launch();
+    check_launch(__func__);
   }
 }
 
@@ -1038,7 +1055,7 @@ void CudaBackend::do_gat_aggregate(const AttentionView& A, const MatrixView& alp
   const int threads = int(std::min<std::int64_t>(kThreads, (z.cols + 31) / 32 * 32));
   gat_aggregate_kernel<<<unsigned(std::min<std::int64_t>(A.rows, kMaxBlocks)), threads, 0,
                          stream_>>>(A, alpha.data, z.data, heads, width, out.data);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
@@ -1049,12 +1066,12 @@ void CudaBackend::do_gat_aggregate_backward(const AttentionView& A, const Matrix
   if (A.cols > 0) {
     gat_aggregate_dz_kernel<<<unsigned(std::min<std::int64_t>(A.cols, kMaxBlocks)), threads, 0,
                               stream_>>>(A, alpha.data, dout.data, heads, width, dz.data);
-    check_launch();
+    check_launch(__func__);
   }
   if (A.rows > 0) {  // after d(z): it read alpha, which dalpha may be
     gat_aggregate_dalpha_kernel<<<grid_for(A.rows * 32), kThreads, 0, stream_>>>(
         A, z.data, dout.data, heads, width, dalpha.data);
-    check_launch();
+    check_launch(__func__);
   }
 }
 
@@ -1063,20 +1080,20 @@ void CudaBackend::do_gat_edge_dropout(const AttentionView& A, const MatrixView& 
   if (p <= 0.f || A.rows == 0) return;
   gat_edge_dropout_kernel<<<grid_for(A.rows), kThreads, 0, stream_>>>(
       A, int(x.cols), dropout_threshold(p), 1.f / (1.f - p), key, ids, x.data);
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_elu(const MatrixView& Y) {
   if (Y.size() == 0) return;
   elu_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, Y.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 void CudaBackend::do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) {
   if (Y.size() == 0) return;
   elu_backward_kernel<<<grid_for(Y.size()), kThreads, 0, stream_>>>(Y.data, dY.data, y_scale,
                                                                     Y.size());
-  check_launch();
+  check_launch(__func__);
 }
 
 }  // namespace halo

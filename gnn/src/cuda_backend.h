@@ -22,16 +22,18 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/spmm_policy.h"
 
 namespace halo {
 
-// After a kernel launch: launch errors now; with HALO_CUDA_SYNC=1 (bring-up, tests) also the
-// kernel's own faults, so an error names the op that caused it rather than the next one that
-// synchronises.
-void check_launch();
+// After an op's kernel launch or library call (cuBLAS, cuSPARSE, CUB, async copies): launch
+// errors now; with HALO_CUDA_SYNC=1 (bring-up, tests) also the work's own faults, so an error
+// names `op`, the op that caused it, rather than the next one that synchronises.
+void check_launch(const char* op);
 
 // Device memory with RAII; grows only (contents are not kept when it grows).
 class DeviceBuffer {
@@ -44,6 +46,7 @@ class DeviceBuffer {
   // queued kernel still uses the old allocation.
   void* reserve(std::size_t bytes, cudaStream_t stream);
   void* get() const { return p_; }
+  std::size_t size() const { return bytes_; }  // bytes held
 
  private:
   void* p_ = nullptr;
@@ -123,27 +126,49 @@ class CudaBackend final : public Backend {
   void do_elu(const MatrixView& Y) override;
   void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) override;
 
-  // One sparse operator prepared for cuSPARSE at one dense width: descriptor over rebased
-  // int32 offsets, the work buffer (preprocessed for this width) and the nonzero count.
-  struct SpmmPlan {
-    cusparseConstSpMatDescr_t mat = nullptr;
-    DeviceBuffer offsets32;           // offsets - offsets[0], rows + 1 entries
-    DeviceBuffer work;                // cuSPARSE's external buffer
-    const NodeId* indices = nullptr;  // A.indices + offsets[0]
-    const float* values = nullptr;    // A.values + offsets[0]
-    std::int64_t nnz = 0;
-    bool own_kernel = false;  // HALO_CUDA_SPMM=own, width 1, or cuSPARSE declined: own kernel
-    cusparseSpMMAlg_t alg = CUSPARSE_SPMM_CSR_ALG3;  // ALG2 with HALO_CUDA_SPMM=alg2
-    SpmmPlan() = default;
-    SpmmPlan(const SpmmPlan&) = delete;
-    SpmmPlan& operator=(const SpmmPlan&) = delete;
-    ~SpmmPlan();
+  // SpMM state (spmm_cuda.cu). An operator: one view of an upload (storage id, pointers,
+  // shape; a row slice is its own operator), prepared once for every width: int32 offsets,
+  // 16-byte aligned indices and values (a copy when the view's are not), the cuSPARSE
+  // descriptor. A width plan: the kernel it runs, why, and cuSPARSE's work buffer.
+  struct SpmmWidthPlan {
+    SpmmKernel kernel = SpmmKernel::kAlg3;
+    std::string label;      // the counts' key: "alg3", "own (width 1)", ...
+    bool prepared = false;  // bufferSize and preprocess done (on the first aligned call)
+    DeviceBuffer work;      // cuSPARSE's external buffer
   };
-  // (storage id, offsets, indices, values, rows, cols, dense width): the upload and every
-  // pointer the descriptor holds.
-  using SpmmKey = std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t,
-                             std::int64_t, std::int64_t>;
-  SpmmPlan& spmm_plan(const SparseView& A, const MatrixView& X, const MatrixView& Y);
+  struct SpmmOperator {
+    cusparseConstSpMatDescr_t mat = nullptr;  // made with the first cuSPARSE width plan
+    DeviceBuffer offsets32;                   // offsets - offsets[0], rows + 1 entries
+    DeviceBuffer aligned;                     // indices then values, when the view's are unaligned
+    const NodeId* indices = nullptr;          // A.indices + offsets[0] (or the aligned copy)
+    const float* values = nullptr;            // A.values + offsets[0] (or the aligned copy)
+    const NodeId* view_indices = nullptr;     // A.indices + offsets[0], as the view has them
+    const float* view_values = nullptr;
+    std::int64_t nnz = 0;
+    std::map<std::int64_t, std::unique_ptr<SpmmWidthPlan>> widths;
+    SpmmOperator() = default;
+    SpmmOperator(const SpmmOperator&) = delete;
+    SpmmOperator& operator=(const SpmmOperator&) = delete;
+    ~SpmmOperator();
+  };
+  // (storage id, offsets, indices, values, rows, cols): the upload and every pointer the
+  // descriptor holds. Storage id first, so an upload's operators are one range of the map.
+  using SpmmKey =
+      std::tuple<std::uint64_t, const void*, const void*, const void*, std::int64_t, std::int64_t>;
+  SpmmOperator& spmm_operator(const SparseView& A);
+  SpmmWidthPlan& spmm_width_plan(SpmmOperator& op, const SparseView& A, std::int64_t width);
+  // bufferSize and preprocess for a cuSPARSE width plan (X, Y: the first aligned call's).
+  void spmm_prepare(SpmmOperator& op, SpmmWidthPlan& plan, const SparseView& A, const MatrixView& X,
+                    const MatrixView& Y);
+  void spmm_own_kernel(const SpmmOperator& op, const SparseView& A, const MatrixView& X,
+                       const MatrixView& Y);
+  // Drops the operators of a released upload (a storage release hook).
+  void drop_spmm_operators(std::uint64_t storage_id) noexcept;
+
+ public:
+  std::map<std::string, std::int64_t> take_spmm_kernel_counts() override;
+
+ private:
   // Destroys the plans, handles and stream (errors ignored).
   void release() noexcept;
 
@@ -173,7 +198,10 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
   DeviceBuffer scratch_;
-  std::map<SpmmKey, std::unique_ptr<SpmmPlan>> spmm_plans_;
+  std::map<SpmmKey, std::unique_ptr<SpmmOperator>> spmm_ops_;
+  std::map<std::string, std::int64_t> spmm_counts_;
+  SpmmSettings spmm_settings_;  // read from the environment with each new operator
+  int release_hook_ = 0;
 };
 
 }  // namespace halo

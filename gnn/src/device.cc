@@ -39,6 +39,7 @@ CudaDevices cuda_devices() {
 std::vector<float> cuda_smoke_test(int) { throw SystemError(cuda_devices().reason); }
 
 std::size_t device_peak_bytes() { return 0; }
+std::size_t device_bytes_now() { return 0; }
 void device_synchronize() { throw SystemError(cuda_devices().reason); }
 int add_unwind_hook(std::function<void()>) { return 0; }  // no device memory to free
 void remove_unwind_hook(int) {}

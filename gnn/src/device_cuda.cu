@@ -152,6 +152,12 @@ std::size_t device_peak_bytes() {
   return u.peak;
 }
 
+std::size_t device_bytes_now() {
+  Usage& u = usage();
+  std::lock_guard<std::mutex> lock(u.mu);
+  return u.now;
+}
+
 // An event recorded on the legacy default stream completes after all work queued before it on
 // every blocking stream (the backend's is one), and does not wait for non-blocking streams.
 void device_synchronize() {

@@ -2,6 +2,8 @@
 #include "halo/gnn/sparse.h"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "halo/gnn/device.h"
@@ -17,7 +19,39 @@ std::vector<T> download(const void* src, std::size_t bytes) {
   return out;
 }
 
+struct ReleaseHooks {
+  std::recursive_mutex mu;  // a hook may free device memory, which never comes back here
+  std::map<int, std::function<void(std::uint64_t)>> hooks;
+  int next = 1;
+};
+ReleaseHooks& release_hooks() {
+  static ReleaseHooks* h = new ReleaseHooks;  // never destroyed: matrices may outlive statics
+  return *h;
+}
+
 }  // namespace
+
+int add_storage_release_hook(std::function<void(std::uint64_t)> fn) {
+  ReleaseHooks& h = release_hooks();
+  std::lock_guard<std::recursive_mutex> lock(h.mu);
+  h.hooks[h.next] = std::move(fn);
+  return h.next++;
+}
+
+void remove_storage_release_hook(int id) {
+  ReleaseHooks& h = release_hooks();
+  std::lock_guard<std::recursive_mutex> lock(h.mu);
+  h.hooks.erase(id);
+}
+
+void SparseMatrix::announce_release() const noexcept {
+  if (storage_id_ == 0) return;
+  ReleaseHooks& h = release_hooks();
+  std::lock_guard<std::recursive_mutex> lock(h.mu);
+  for (auto& [id, fn] : h.hooks) fn(storage_id_);
+}
+
+SparseMatrix::~SparseMatrix() { announce_release(); }
 
 void SparseMatrix::DeviceBuffer::Free::operator()(void* p) const noexcept { device_free(p); }
 
@@ -35,6 +69,7 @@ SparseMatrix::SparseMatrix(SparseMatrix&& o) noexcept { *this = std::move(o); }
 
 SparseMatrix& SparseMatrix::operator=(SparseMatrix&& o) noexcept {
   if (this == &o) return *this;
+  announce_release();  // this matrix's storage goes now
   rows = std::exchange(o.rows, 0);
   cols = std::exchange(o.cols, 0);
   offsets = std::move(o.offsets);

@@ -14,25 +14,25 @@
 // nonzeros added in CSR order — also deterministic, and the CPU's summation order. It also
 // takes width 1, where cuSPARSE may hand over to SpMV (not documented deterministic).
 //
-// HALO_CUDA_SPMM (read when a plan is made, i.e. per uploaded operator and width) picks the
-// kernel for A/B timings (halo_bench_spmm times all three) and tests: alg3 (the default), own,
-// or alg2 (CUSPARSE_SPMM_CSR_ALG2, tuned for row-major dense matrices but documented as not
-// bit-reproducible from run to run: opt-in only).
+// Which kernel runs, strict mode, alignment and the per-kernel call counts: spmm_policy.h.
 //
 // Index types: halo stores offsets as int64 (EdgeId) and column indices as int32 (NodeId). The
 // cuSPARSE documentation lists 32- and 64-bit index types for SpMM but does not document mixing
 // the two in one CSR descriptor, so each plan holds a rebased int32 copy of the offsets (4 bytes
 // a row) and operators with 2^31 or more nonzeros are rejected with ParamError.
 //
-// Plans: descriptor, int32 offsets and the external buffer (preprocessed with
-// cusparseSpMM_preprocess, which ALG3 benefits from) are built once per (operator, dense width)
-// and reused; the cache is keyed by the upload's storage_id (unique per device SparseMatrix:
-// each to_device(kCuda), and each copy of a device matrix, gets a new one, so an operator
-// allocated where a freed one lived never meets the old plan), every pointer the descriptor
-// holds and the shape. Row slices of a bigger CSR (offsets shifted, offsets[0] != 0,
-// indices and values not shifted) are handled by rebasing: offsets - offsets[0] over
-// indices + offsets[0], values + offsets[0]. The offsets' first and last entries are read once
-// per plan (SparseView::nnz() would dereference device memory on the host).
+// Plans: an operator (one view of an upload: its storage_id, every pointer the descriptor holds
+// and the shape) is prepared once: rebased int32 offsets, the descriptor, and a 16-byte aligned
+// copy of its indices and values when the view's are not (a row slice starts at offsets[0]).
+// Each dense width then has its own small plan: the kernel, and cuSPARSE's work buffer,
+// preprocessed on the first call whose dense operands are aligned. Row slices of a bigger CSR
+// (offsets shifted, offsets[0] != 0, indices and values not) are rebased: offsets - offsets[0]
+// over indices + offsets[0], values + offsets[0]; the offsets' ends are read once per operator
+// (SparseView::nnz() would dereference device memory on the host). The storage_id (unique per
+// upload, see sparse.h) means an operator allocated where a freed one lived never meets the
+// old state, and the upload's release (a storage release hook) frees its operators' state with
+// it. All of it is allocated through device_alloc, so it is part of the peak the trainer
+// reports (peak_gpu_mb).
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -43,8 +43,6 @@
 
 namespace halo {
 namespace {
-
-constexpr std::size_t kMaxPlans = 64;  // beyond this the cache is dropped and rebuilt
 
 __global__ void rebase_offsets_kernel(const EdgeId* off, std::int64_t n, EdgeId base,
                                       std::int32_t* out) {
@@ -82,26 +80,37 @@ __global__ void spmm_rows_kernel(const std::int32_t* off, const NodeId* idx, con
   }
 }
 
-// cuSPARSE declines an algorithm/shape combination with NOT_SUPPORTED or, in some releases,
-// INVALID_VALUE (e.g. "SPMM_CSR_ALG3 is not supported when ...") or INSUFFICIENT_RESOURCES (an
-// index width that cannot hold the input). True for those, said on stderr (once per plan: a
-// few lines a run, and benchmarks can tell which kernel really ran): the caller hands the
-// operator to the own kernel.
-bool declined(cusparseStatus_t st, const char* call, std::int64_t rows, std::int64_t width) {
-  if (st != CUSPARSE_STATUS_NOT_SUPPORTED && st != CUSPARSE_STATUS_INVALID_VALUE &&
-      st != CUSPARSE_STATUS_INSUFFICIENT_RESOURCES)
-    return false;
-  std::cerr << "halo: " << call << " declined the CSR SpMM of " << rows << " rows at width "
-            << width << " (" << cusparseGetErrorName(st)
-            << "); halo's own deterministic SpMM kernel takes it\n";
-  return true;
+SpmmStatus policy_status(cusparseStatus_t st) {
+  switch (st) {
+    case CUSPARSE_STATUS_SUCCESS:
+      return SpmmStatus::kSuccess;
+    case CUSPARSE_STATUS_NOT_SUPPORTED:
+      return SpmmStatus::kNotSupported;
+    case CUSPARSE_STATUS_INVALID_VALUE:
+      return SpmmStatus::kInvalidValue;
+    case CUSPARSE_STATUS_INSUFFICIENT_RESOURCES:
+      return SpmmStatus::kInsufficientResources;
+    default:
+      return SpmmStatus::kOther;
+  }
 }
 
-void check_status(cusparseStatus_t st, const char* call, int line) {
-  if (st != CUSPARSE_STATUS_SUCCESS)
-    throw SystemError(std::string(call) + "(CSR SpMM) failed at " + __FILE__ + ":" +
-                      std::to_string(line) + ": " + cusparseGetErrorName(st) + " (" +
-                      cusparseGetErrorString(st) + ")");
+std::string shape(std::int64_t rows, std::int64_t width) {
+  return "the CSR SpMM of " + std::to_string(rows) + " rows at width " + std::to_string(width);
+}
+
+// True when cuSPARSE declined at `stage` (the plan then takes the own kernel, said once on
+// stderr); throws on errors and, in strict mode, on declines (spmm_declined).
+bool declined(cusparseStatus_t st, SpmmStage stage, const SpmmSettings& s, const char* call,
+              std::int64_t rows, std::int64_t width, std::string& label) {
+  if (!spmm_declined(policy_status(st), stage, s, call, cusparseGetErrorName(st),
+                     shape(rows, width)))
+    return false;
+  label =
+      std::string("own (cuSPARSE declined: ") + cusparseGetErrorName(st) + " from " + call + ")";
+  std::cerr << "halo: " << call << " declined " << shape(rows, width) << " ("
+            << cusparseGetErrorName(st) << "); halo's own deterministic SpMM kernel takes it\n";
+  return true;
 }
 
 unsigned blocks_for(std::int64_t threads) {
@@ -136,27 +145,23 @@ struct Dense {
   Dense& operator=(const Dense&) = delete;
 };
 
+cusparseSpMMAlg_t cusparse_alg(SpmmKernel k) {
+  return k == SpmmKernel::kAlg2 ? CUSPARSE_SPMM_CSR_ALG2 : CUSPARSE_SPMM_CSR_ALG3;
+}
+
 }  // namespace
 
-CudaBackend::SpmmPlan::~SpmmPlan() {
+CudaBackend::SpmmOperator::~SpmmOperator() {
   if (mat) cusparseDestroySpMat(mat);
 }
 
-CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixView& X,
-                                              const MatrixView& Y) {
-  const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols, X.cols};
-  if (auto it = spmm_plans_.find(key); it != spmm_plans_.end()) return *it->second;
-  const char* choice = std::getenv("HALO_CUDA_SPMM");  // validated before any GPU work
-  const std::string kernel = choice ? choice : "alg3";
-  if (kernel != "alg3" && kernel != "alg2" && kernel != "own")
-    throw ParamError("HALO_CUDA_SPMM=" + kernel + ": expected alg3, alg2 or own");
-  if (spmm_plans_.size() >= kMaxPlans) {  // operators are few; this only bounds stale entries
-    HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    spmm_plans_.clear();
-  }
+CudaBackend::SpmmOperator& CudaBackend::spmm_operator(const SparseView& A) {
+  const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols};
+  if (auto it = spmm_ops_.find(key); it != spmm_ops_.end()) return *it->second;
+  spmm_settings_ = spmm_settings_from_env();  // per new operator: tests switch kernels
   if (A.cols > INT_MAX || A.rows >= INT_MAX)
     throw ParamError("CudaBackend::spmm: 2^31-1 or more rows or columns");
-  auto plan = std::make_unique<SpmmPlan>();
+  auto op = std::make_unique<SpmmOperator>();
   EdgeId ends[2] = {0, 0};
   HALO_CUDA_CHECK(
       cudaMemcpyAsync(&ends[0], A.offsets, sizeof(EdgeId), cudaMemcpyDeviceToHost, stream_));
@@ -164,85 +169,152 @@ CudaBackend::SpmmPlan& CudaBackend::spmm_plan(const SparseView& A, const MatrixV
                                   cudaMemcpyDeviceToHost, stream_));
   HALO_CUDA_CHECK(cudaStreamSynchronize(stream_));
   const EdgeId base = ends[0];
-  plan->nnz = ends[1] - base;
-  if (plan->nnz < 0) throw ParamError("CudaBackend::spmm: offsets decrease");
-  if (plan->nnz > INT_MAX)
+  op->nnz = ends[1] - base;
+  if (op->nnz < 0) throw ParamError("CudaBackend::spmm: offsets decrease");
+  if (op->nnz > INT_MAX)
     throw ParamError(
-        "CudaBackend::spmm: " + std::to_string(plan->nnz) +
+        "CudaBackend::spmm: " + std::to_string(op->nnz) +
         " nonzeros in one operator; the CUDA backend supports up to 2^31-1 (int32 offsets)");
-  plan->indices = A.indices + base;
-  plan->values = A.values + base;
+  op->view_indices = op->indices = A.indices + base;
+  op->view_values = op->values = A.values + base;
   auto* off32 = static_cast<std::int32_t*>(
-      plan->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
+      op->offsets32.reserve(sizeof(std::int32_t) * std::size_t(A.rows + 1), stream_));
   rebase_offsets_kernel<<<blocks_for(A.rows + 1), 256, 0, stream_>>>(A.offsets, A.rows + 1, base,
                                                                      off32);
-  check_launch();
-  if (X.cols == 1 || kernel == "own") plan->own_kernel = true;
-  if (kernel == "alg2") plan->alg = CUSPARSE_SPMM_CSR_ALG2;
-  if (plan->nnz > 0 && !plan->own_kernel) {
-    HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(
-        &plan->mat, A.rows, A.cols, plan->nnz, off32, plan->indices, plan->values,
-        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    const ConstDense x(X);
-    const Dense y(Y);
-    const float alpha = 1.f, beta = 0.f;
-    std::size_t bytes = 0;
-    const cusparseStatus_t st = cusparseSpMM_bufferSize(
-        cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-        plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, &bytes);
-    if (declined(st, "cusparseSpMM_bufferSize", A.rows, X.cols)) {
-      plan->own_kernel = true;
-    } else {
-      check_status(st, "cusparseSpMM_bufferSize", __LINE__);
-      void* work = plan->work.reserve(bytes, stream_);
-      const cusparseStatus_t pre = cusparseSpMM_preprocess(
-          cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-          plan->mat, x.d, &beta, y.d, CUDA_R_32F, plan->alg, work);
-      if (declined(pre, "cusparseSpMM_preprocess", A.rows, X.cols))
-        plan->own_kernel = true;
-      else
-        check_status(pre, "cusparseSpMM_preprocess", __LINE__);
-    }
-  }
-  SpmmPlan& ref = *plan;
-  spmm_plans_.emplace(key, std::move(plan));
+  check_launch("spmm (rebasing the offsets)");
+  SpmmOperator& ref = *op;
+  spmm_ops_.emplace(key, std::move(op));
   return ref;
+}
+
+CudaBackend::SpmmWidthPlan& CudaBackend::spmm_width_plan(SpmmOperator& op, const SparseView& A,
+                                                         std::int64_t width) {
+  if (auto it = op.widths.find(width); it != op.widths.end()) return *it->second;
+  auto plan = std::make_unique<SpmmWidthPlan>();
+  std::string why;
+  plan->kernel = spmm_first_choice(spmm_settings_, width, &why);
+  plan->label = spmm_kernel_name(plan->kernel);
+  if (!why.empty()) plan->label += " (" + why + ")";
+  if (plan->kernel != SpmmKernel::kOwn && op.nnz > 0) {
+    if (!cusparse_aligned(op.indices) || !cusparse_aligned(op.values)) {
+      // A row slice starting mid-array: copy its indices and values once (this operator's
+      // nnz x 8 bytes) so cuSPARSE gets aligned arrays.
+      const std::size_t ib = sizeof(NodeId) * std::size_t(op.nnz);
+      const std::size_t vat =
+          (ib + kCusparseAlignment - 1) / kCusparseAlignment * kCusparseAlignment;
+      char* buf = static_cast<char*>(
+          op.aligned.reserve(vat + sizeof(float) * std::size_t(op.nnz), stream_));
+      HALO_CUDA_CHECK(cudaMemcpyAsync(buf, op.view_indices, ib, cudaMemcpyDeviceToDevice, stream_));
+      HALO_CUDA_CHECK(cudaMemcpyAsync(buf + vat, op.view_values,
+                                      sizeof(float) * std::size_t(op.nnz), cudaMemcpyDeviceToDevice,
+                                      stream_));
+      check_launch("spmm (aligning a row slice)");
+      op.indices = reinterpret_cast<const NodeId*>(buf);
+      op.values = reinterpret_cast<const float*>(buf + vat);
+    }
+    if (!op.mat)
+      HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(
+          &op.mat, A.rows, A.cols, op.nnz, op.offsets32.get(), op.indices, op.values,
+          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  }
+  SpmmWidthPlan& ref = *plan;
+  op.widths.emplace(width, std::move(plan));
+  return ref;
+}
+
+void CudaBackend::spmm_prepare(SpmmOperator& op, SpmmWidthPlan& plan, const SparseView& A,
+                               const MatrixView& X, const MatrixView& Y) {
+  plan.prepared = true;
+  const ConstDense x(X);
+  const Dense y(Y);
+  const float alpha = 1.f, beta = 0.f;
+  const cusparseSpMMAlg_t alg = cusparse_alg(plan.kernel);
+  std::size_t bytes = 0;
+  const cusparseStatus_t st = cusparseSpMM_bufferSize(
+      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, op.mat,
+      x.d, &beta, y.d, CUDA_R_32F, alg, &bytes);
+  if (declined(st, SpmmStage::kBufferSize, spmm_settings_, "cusparseSpMM_bufferSize", A.rows,
+               X.cols, plan.label)) {
+    plan.kernel = SpmmKernel::kOwn;
+    return;
+  }
+  void* work = plan.work.reserve(bytes, stream_);
+  const cusparseStatus_t pre = cusparseSpMM_preprocess(
+      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, op.mat,
+      x.d, &beta, y.d, CUDA_R_32F, alg, work);
+  check_launch("cusparseSpMM_preprocess");
+  if (declined(pre, SpmmStage::kPreprocess, spmm_settings_, "cusparseSpMM_preprocess", A.rows,
+               X.cols, plan.label))
+    plan.kernel = SpmmKernel::kOwn;
+}
+
+void CudaBackend::spmm_own_kernel(const SpmmOperator& op, const SparseView& A, const MatrixView& X,
+                                  const MatrixView& Y) {
+  const auto* off = static_cast<const std::int32_t*>(op.offsets32.get());
+  const std::int64_t f = X.cols;
+  const unsigned blocks = blocks_for(A.rows * 32);
+  // The view's own arrays: the kernel reads 4-byte elements, any alignment will do.
+  if (f <= 64)
+    spmm_rows_kernel<2><<<blocks, 256, 0, stream_>>>(off, op.view_indices, op.view_values, X.data,
+                                                     Y.data, A.rows, f);
+  else if (f <= 128)
+    spmm_rows_kernel<4><<<blocks, 256, 0, stream_>>>(off, op.view_indices, op.view_values, X.data,
+                                                     Y.data, A.rows, f);
+  else
+    spmm_rows_kernel<8><<<blocks, 256, 0, stream_>>>(off, op.view_indices, op.view_values, X.data,
+                                                     Y.data, A.rows, f);
+  check_launch("spmm (halo's own kernel)");
 }
 
 void CudaBackend::do_spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   const std::int64_t f = X.cols;  // shapes checked by Backend::spmm
   if (A.rows == 0 || f == 0) return;
-  SpmmPlan& p = spmm_plan(A, X, Y);
-  if (p.nnz == 0) {
+  SpmmOperator& op = spmm_operator(A);
+  SpmmWidthPlan& plan = spmm_width_plan(op, A, f);
+  if (op.nnz == 0) {
     HALO_CUDA_CHECK(cudaMemsetAsync(Y.data, 0, sizeof(float) * std::size_t(A.rows * f), stream_));
+    check_launch("spmm (no nonzeros)");
+    ++spmm_counts_["none (no nonzeros)"];
     return;
   }
-  if (!p.own_kernel) {
+  if (plan.kernel != SpmmKernel::kOwn && (!cusparse_aligned(X.data) || !cusparse_aligned(Y.data))) {
+    // A row range of a bigger matrix, starting at a row that is not 16-byte aligned.
+    spmm_own_kernel(op, A, X, Y);
+    ++spmm_counts_["own (unaligned dense operand)"];
+    return;
+  }
+  if (plan.kernel != SpmmKernel::kOwn && !plan.prepared) spmm_prepare(op, plan, A, X, Y);
+  if (plan.kernel != SpmmKernel::kOwn) {
     const ConstDense x(X);
     const Dense y(Y);
     const float alpha = 1.f, beta = 0.f;
-    const cusparseStatus_t st =
-        cusparseSpMM(cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                     &alpha, p.mat, x.d, &beta, y.d, CUDA_R_32F, p.alg, p.work.get());
-    if (!declined(st, "cusparseSpMM", A.rows,
-                  f)) {  // declined (e.g. for these buffers' alignment): own kernel
-      check_status(st, "cusparseSpMM", __LINE__);
+    const cusparseStatus_t st = cusparseSpMM(
+        cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+        op.mat, x.d, &beta, y.d, CUDA_R_32F, cusparse_alg(plan.kernel), plan.work.get());
+    check_launch("cusparseSpMM");
+    if (!declined(st, SpmmStage::kCall, spmm_settings_, "cusparseSpMM", A.rows, f, plan.label)) {
+      ++spmm_counts_[plan.label];
       return;
     }
-    p.own_kernel = true;
+    plan.kernel = SpmmKernel::kOwn;
   }
-  const auto* off = static_cast<const std::int32_t*>(p.offsets32.get());
-  const unsigned blocks = blocks_for(A.rows * 32);
-  if (f <= 64)
-    spmm_rows_kernel<2>
-        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  else if (f <= 128)
-    spmm_rows_kernel<4>
-        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  else
-    spmm_rows_kernel<8>
-        <<<blocks, 256, 0, stream_>>>(off, p.indices, p.values, X.data, Y.data, A.rows, f);
-  check_launch();
+  spmm_own_kernel(op, A, X, Y);
+  ++spmm_counts_[plan.label];
+}
+
+std::map<std::string, std::int64_t> CudaBackend::take_spmm_kernel_counts() {
+  std::map<std::string, std::int64_t> out;
+  out.swap(spmm_counts_);
+  return out;
+}
+
+void CudaBackend::drop_spmm_operators(std::uint64_t storage_id) noexcept {
+  const SpmmKey from{storage_id, nullptr, nullptr, nullptr, INT64_MIN, INT64_MIN};
+  auto it = spmm_ops_.lower_bound(from);
+  if (it == spmm_ops_.end() || std::get<0>(it->first) != storage_id) return;
+  // No stream synchronisation here: the buffers go through device_free, whose cudaFree waits
+  // for queued work (after cancelling communication that may never finish, while unwinding).
+  while (it != spmm_ops_.end() && std::get<0>(it->first) == storage_id) it = spmm_ops_.erase(it);
 }
 
 }  // namespace halo

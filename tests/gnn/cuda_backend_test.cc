@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +24,15 @@ namespace halo {
 namespace {
 
 const std::int64_t kWidths[] = {1, 7, 33, 257};
+// SpMM widths: 1 and odd widths take halo's own kernel, multiples of 4 cuSPARSE (spmm_policy.h).
+const std::int64_t kSpmmWidths[] = {1, 7, 8, 33, 64, 256};
+
+// The label the SpMM counts give a call at width f when cuSPARSE `kernel` was asked for.
+std::string spmm_label(const std::string& kernel, std::int64_t f) {
+  if (f == 1) return "own (width 1)";
+  if (f % 4 != 0) return "own (width not a multiple of 4: rows not 16-byte aligned)";
+  return kernel;
+}
 
 // A device copy of a host array (RAII).
 template <class T>
@@ -132,7 +142,11 @@ class CudaBackendTest : public ::testing::Test {
   void SetUp() override {
     const CudaDevices d = cuda_devices();
     if (d.count == 0) GTEST_SKIP() << d.reason;
+    // A cuSPARSE decline fails the test instead of passing on halo's own kernel.
+    ::setenv("HALO_CUDA_SPMM_STRICT", "1", 1);
+    cuda_backend().take_spmm_kernel_counts();
   }
+  void TearDown() override { ::unsetenv("HALO_CUDA_SPMM_STRICT"); }
   Backend& cpu = cpu_backend();
 };
 
@@ -147,7 +161,7 @@ TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(301, 257, 11);
   const SparseMatrix dA = A.to_device(Device::kCuda);
-  for (std::int64_t f : kWidths) {
+  for (std::int64_t f : kSpmmWidths) {
     const std::string what = "spmm f=" + std::to_string(f);
     const Matrix X = host_matrix(A.cols, f, std::uint32_t(f));
     const Matrix dX = upload(X);
@@ -167,6 +181,9 @@ TEST_F(CudaBackendTest, SpmmMatchesCpuOnSkewedOperatorsAndIsDeterministic) {
     cpu.spmm(A.view(), X2.view(), Y2.view());
     gpu.spmm(dA.view(), dX2.view(), dY2.view());
     expect_close(dY2.to_host(), Y2.storage(), 1e-4, 1e-4, what + " (other buffers)");
+    // The kernel that ran, as the counts report it: cuSPARSE's ALG3 wherever it may run.
+    const std::map<std::string, std::int64_t> want{{spmm_label("alg3", f), 3}};
+    EXPECT_EQ(gpu.take_spmm_kernel_counts(), want) << what;
   }
 }
 
@@ -191,7 +208,7 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
     const SpmmKernelChoice choice(kernel);
     // A new storage id: plans are made (and the variable read) anew.
     const SparseMatrix dA = A.to_device(Device::kCuda);
-    for (std::int64_t f : kWidths) {
+    for (std::int64_t f : kSpmmWidths) {
       const std::string what = kernel + " spmm f=" + std::to_string(f);
       const Matrix X = host_matrix(A.cols, f, std::uint32_t(f + 7));
       const Matrix dX = upload(X);
@@ -204,6 +221,9 @@ TEST_F(CudaBackendTest, SpmmKernelChoicesMatchCpu) {
         gpu.spmm(dA.view(), dX.view(), dY.view());
         expect_bitwise(dY.to_host(), first, what + " (second run)");
       }
+      const std::map<std::string, std::int64_t> want{
+          {kernel == "own" ? "own" : spmm_label(kernel, f), kernel == "own" ? 2 : 1}};
+      EXPECT_EQ(gpu.take_spmm_kernel_counts(), want) << what;
     }
   }
   const SpmmKernelChoice bad("fastest");
@@ -235,7 +255,7 @@ TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
   Backend& gpu = cuda_backend();
   const SparseMatrix A = skewed_sparse(300, 100, 12);
   const SparseMatrix dA = A.to_device(Device::kCuda);
-  for (std::int64_t f : {std::int64_t(7), std::int64_t(33)}) {
+  for (std::int64_t f : {std::int64_t(7), std::int64_t(8), std::int64_t(32), std::int64_t(33)}) {
     const Matrix X = host_matrix(A.cols, f, 99);
     const Matrix dX = upload(X);
     for (auto [r0, r1] : {std::pair<std::int64_t, std::int64_t>{101, 250}, {0, 37}, {263, 300}}) {
@@ -258,8 +278,68 @@ TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
         ASSERT_TRUE(std::isnan(big[std::size_t(i)])) << what << " row before";
       for (std::int64_t i = (3 + r1 - r0) * f; i < std::int64_t(big.size()); ++i)
         ASSERT_TRUE(std::isnan(big[std::size_t(i)])) << what << " row after";
+      // Slices whose arrays start unaligned (offsets[r0] % 4 != 0) still reach cuSPARSE
+      // (through an aligned copy) at widths 8 and 32.
+      const std::map<std::string, std::int64_t> want{{spmm_label("alg3", f), 1}};
+      EXPECT_EQ(gpu.take_spmm_kernel_counts(), want)
+          << what << ", offsets[r0] % 4 = " << A.offsets[std::size_t(r0)] % 4;
     }
   }
+}
+
+// Dense operands that start off 16-byte alignment (a view one float into a buffer) run on the
+// own kernel for that call, with the CPU's result, and the plan keeps cuSPARSE for the next.
+TEST_F(CudaBackendTest, SpmmOnUnalignedDenseOperandsRunsTheOwnKernel) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(150, 90, 41);
+  const SparseMatrix dA = A.to_device(Device::kCuda);
+  const std::int64_t f = 8;
+  const Matrix X = host_matrix(A.cols, f, 17);
+  Matrix Y(A.rows, f);
+  cpu.spmm(A.view(), X.view(), Y.view());
+  Matrix dXbuf(A.cols * f + 1, 1, 0.f, Device::kCuda), dYbuf(A.rows * f + 1, 1, NAN, Device::kCuda);
+  std::vector<float> xs(std::size_t(A.cols * f + 1), 0.f);
+  std::copy(X.storage().begin(), X.storage().end(), xs.begin() + 1);
+  dXbuf.assign(xs);
+  const MatrixView dX{dXbuf.data() + 1, A.cols, f, Device::kCuda},
+      dY{dYbuf.data() + 1, A.rows, f, Device::kCuda};
+  gpu.spmm(dA.view(), dX, dY);
+  const std::vector<float> ys = dYbuf.to_host();
+  expect_close(std::vector<float>(ys.begin() + 1, ys.end()), Y.storage(), 1e-4, 1e-4,
+               "unaligned operands");
+  const Matrix dXa = upload(X);
+  Matrix dYa(A.rows, f, NAN, Device::kCuda);
+  gpu.spmm(dA.view(), dXa.view(), dYa.view());
+  expect_close(dYa.to_host(), Y.storage(), 1e-4, 1e-4, "aligned operands");
+  const std::map<std::string, std::int64_t> want{{"own (unaligned dense operand)", 1}, {"alg3", 1}};
+  EXPECT_EQ(gpu.take_spmm_kernel_counts(), want);
+}
+
+// What the plans of an operator hold on the GPU (rebased offsets, aligned copies, cuSPARSE's
+// buffers, at several widths and row slices) is freed with the operator.
+TEST_F(CudaBackendTest, SpmmStateIsFreedWithItsOperator) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(400, 300, 43);
+  std::vector<Matrix> xs, ys;
+  for (std::int64_t f : kSpmmWidths) {
+    xs.push_back(upload(host_matrix(A.cols, f, 5)));
+    ys.emplace_back(A.rows, f, 0.f, Device::kCuda);
+  }
+  gpu.take_spmm_kernel_counts();
+  const std::size_t before = device_bytes_now();
+  {
+    const SparseMatrix dA = A.to_device(Device::kCuda);
+    const std::size_t uploaded = device_bytes_now();
+    const SparseView v = dA.view();
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      gpu.spmm(v, xs[i].view(), ys[i].view());
+      const SparseView slice{A.rows - 101, A.cols,   v.offsets + 101,
+                             v.indices,    v.values, v.storage_id};
+      gpu.spmm(slice, xs[i].view(), ys[i].view().rows_range(0, A.rows - 101));
+    }
+    EXPECT_GT(device_bytes_now(), uploaded);  // the plans hold memory
+  }
+  EXPECT_EQ(device_bytes_now(), before);
 }
 
 TEST_F(CudaBackendTest, SpmmWithoutNonzerosZeroesTheOutput) {

@@ -3,7 +3,9 @@
 // written and the CSR itself), one JSON line per width. With --device cuda it also times a
 // device-to-device copy of Y in the same run (the bandwidth the GPU can reach) and prints the
 // ratio, for each GPU kernel in turn (HALO_CUDA_SPMM: cuSPARSE CSR ALG3, halo's own kernel,
-// cuSPARSE ALG2), each on a fresh upload of the operator.
+// cuSPARSE ALG2), each on a fresh upload of the operator. Strict (HALO_CUDA_SPMM_STRICT=1): a
+// cuSPARSE decline is an error, not a row timed on another kernel; and each row says which
+// kernel ran ("ran": the backend's own count of the calls, e.g. the own kernel at odd widths).
 //   halo_bench_spmm DATASET [--widths 40,128,256] [--repeats 5] [--device cpu|cuda]
 #include <algorithm>
 #include <chrono>
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
       if (gpu) device_synchronize();
       return std::chrono::steady_clock::now();
     };
+    if (gpu) ::setenv("HALO_CUDA_SPMM_STRICT", "1", 1);
     const std::vector<std::string> kernels =
         gpu ? std::vector<std::string>{"alg3", "own", "alg2"} : std::vector<std::string>{"cpu"};
     for (const std::string& kernel : kernels) {
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
         const SparseView a = gpu ? dev_a.view() : op.fwd.view();
         Matrix x(n, f, 1.f, dv), y(n, f, 0.f, dv);
         be.spmm(a, x.view(), y.view());  // warm up: first touch of y, plans, caches
+        be.take_spmm_kernel_counts();
         double best = 1e30, copy_best = 1e30;
         for (int r = 0; r < repeats; ++r) {
           const auto t0 = now();
@@ -78,6 +82,9 @@ int main(int argc, char** argv) {
             copy_best = std::min(copy_best, std::chrono::duration<double>(now() - c0).count());
           }
         }
+        std::string ran;  // the kernels that ran the timed calls, with their counts
+        for (const auto& [label, calls] : be.take_spmm_kernel_counts())
+          ran += (ran.empty() ? "" : ", ") + label + " x" + std::to_string(calls);
         const double bytes = double(nnz) * double(f * 4 + 8) + double(n) * double(f * 4 + 8);
         std::printf(
             "{\"device\": \"%s\", \"kernel\": \"%s\", \"width\": %lld, \"seconds\": %.6f, "
@@ -85,6 +92,7 @@ int main(int argc, char** argv) {
             "\"nnz\": %lld",
             device.c_str(), kernel.c_str(), (long long)f, best, bytes / best / 1e9, (long long)nnz);
         if (gpu) {
+          std::printf(", \"ran\": \"%s\"", ran.c_str());
           const double copy_gbs = 2.0 * double(n * f) * 4 / copy_best / 1e9;  // read + write
           std::printf(", \"copy_gb_per_s\": %.3f, \"ratio\": %.3f", copy_gbs,
                       bytes / best / 1e9 / copy_gbs);

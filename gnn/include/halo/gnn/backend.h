@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -78,6 +79,9 @@ class Backend {
   virtual void set_matmul_precision(MatmulPrecision p) = 0;
   // The arithmetic of the products, as last set (fp32 until then).
   virtual MatmulPrecision matmul_precision() const = 0;
+  // The SpMM calls made since the last take, counted by the kernel that ran and why ("alg3",
+  // "own (width 1)", ...; spmm_policy.h), then cleared. Empty for a backend with one kernel.
+  virtual std::map<std::string, std::int64_t> take_spmm_kernel_counts() { return {}; }
   // C = alpha op(A) op(B) + beta C, op = transpose when ta / tb, in matmul_precision(). C must
   // not alias A or B.
   void gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,

@@ -23,6 +23,8 @@ CudaDevices cuda_devices();
 // The most GPU memory halo's own allocations held at once (0 without CUDA; cudaMalloc is
 // synchronous, so the count is current without waiting for the GPU).
 std::size_t device_peak_bytes();
+// The GPU memory halo's own allocations hold now (0 without CUDA).
+std::size_t device_bytes_now();
 // Waits for the work halo queued on the GPU (kernels, copies: every blocking stream), not for
 // communication in flight on a non-blocking stream (NCCL's), which a dead peer can hold forever.
 void device_synchronize();

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,7 +53,8 @@ class SparseMatrix {
   // storage_id (a plan cached for the original must never be handed the copy's arrays).
   SparseMatrix(const SparseMatrix& o);
   SparseMatrix& operator=(const SparseMatrix& o);
-  ~SparseMatrix() = default;
+  // A device matrix's storage is announced as released (storage release hooks) before it goes.
+  ~SparseMatrix();
 
   // Where the arrays live.
   Device device() const { return device_; }
@@ -76,9 +78,19 @@ class SparseMatrix {
   // Copies `bytes` from src (in `from`'s memory) into a new device buffer.
   static DeviceBuffer copy_to_gpu(const void* src, std::size_t bytes, Device from);
 
+  // Calls the storage release hooks for this matrix's device storage, if it has one.
+  void announce_release() const noexcept;
+
   Device device_ = Device::kCpu;
   DeviceBuffer dev_offsets_, dev_indices_, dev_values_;  // device matrices only
   std::uint64_t storage_id_ = 0;                         // device matrices only (0 on the host)
 };
+
+// Registers fn to be called with a device SparseMatrix's storage_id when that storage is about
+// to be freed (the matrix destroyed or assigned over), so a backend can drop what it prepared
+// for the operator (the CUDA SpMM plans) with it. fn must not throw. Returns an id for
+// remove_storage_release_hook. Host matrices (storage_id 0) are never announced.
+int add_storage_release_hook(std::function<void(std::uint64_t)> fn);
+void remove_storage_release_hook(int id);
 
 }  // namespace halo

@@ -78,7 +78,11 @@ struct TrainSummary {
   double valid_mean = 0, valid_std = 0, test_mean = 0, test_std = 0;
   double epoch_time_median_s = 0;
   double peak_rss_mb = 0;  // the largest over ranks
-  double peak_gpu_mb = 0;  // GPU memory halo allocated at most (CUDA runs; largest rank)
+  // GPU memory halo allocated at most (CUDA runs; largest rank): every tensor, operator, SpMM
+  // plan (offsets, aligned copies, cuSPARSE work buffers) and scratch buffer, as PyTorch's
+  // max_memory_allocated counts its tensors; not the CUDA context, cuBLAS's and cuSPARSE's
+  // internal workspaces or NCCL's buffers (nvidia-smi sees those).
+  double peak_gpu_mb = 0;
   std::string matmul_precision = "fp32";
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
