@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <stdexcept>
@@ -93,14 +94,23 @@ void check_loss(const Backend& be, const char* op, const MatrixView& logits, std
 
 // Runs fn, timing it into the thread's profile when there is one. The profile is lifted while fn
 // runs, so the ops fn runs itself (a composed default, gemm filling C) are part of this op's
-// one wall-clock interval, not counted again.
+// one wall-clock interval, not counted again. A backend that queues work (CUDA) is waited for
+// before and after, so the interval is the op's work, not its launch (profiling only).
 class OpTimer {
  public:
-  OpTimer(OpProfile& profile, const char* op)
-      : profile_(profile), entry_(profile.entry(op)), t0_(std::chrono::steady_clock::now()) {
+  OpTimer(Backend& be, OpProfile& profile, const char* op)
+      : be_(be), profile_(profile), entry_(profile.entry(op)) {
+    be_.wait_for_queued_work();
+    t0_ = std::chrono::steady_clock::now();
     detail::t_profile = nullptr;
   }
   ~OpTimer() {
+    if (std::uncaught_exceptions() == 0) {
+      try {
+        be_.wait_for_queued_work();
+      } catch (...) {  // a GPU fault: the next op reports it (CUDA errors are sticky)
+      }
+    }
     entry_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     ++entry_.calls;
     detail::t_profile = &profile_;
@@ -109,16 +119,17 @@ class OpTimer {
   OpTimer& operator=(const OpTimer&) = delete;
 
  private:
+  Backend& be_;
   OpProfile& profile_;
   OpProfile::Entry& entry_;
   std::chrono::steady_clock::time_point t0_;
 };
 
 template <class Fn>
-decltype(auto) timed(const char* op, Fn&& fn) {
+decltype(auto) timed(Backend& be, const char* op, Fn&& fn) {
   OpProfile* profile = detail::t_profile;
   if (profile == nullptr) return fn();
-  const OpTimer timer(*profile, op);
+  const OpTimer timer(be, *profile, op);
   return fn();
 }
 
@@ -126,12 +137,12 @@ decltype(auto) timed(const char* op, Fn&& fn) {
 
 void Backend::spmm(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   check_spmm(*this, "spmm", A, X, Y);
-  timed("spmm", [&] { do_spmm(A, X, Y); });
+  timed(*this, "spmm", [&] { do_spmm(A, X, Y); });
 }
 
 void Backend::spmm_consume(const SparseView& A, const MatrixView& X, const MatrixView& Y) {
   check_spmm(*this, "spmm_consume", A, X, Y);
-  timed("spmm", [&] { do_spmm_consume(A, X, Y); });
+  timed(*this, "spmm", [&] { do_spmm_consume(A, X, Y); });
 }
 
 void Backend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
@@ -148,43 +159,43 @@ void Backend::gemm(bool ta, bool tb, float alpha, const MatrixView& A, const Mat
   check_device(*this, "gemm", "A", A);
   check_device(*this, "gemm", "B", B);
   check_device(*this, "gemm", "C", C);
-  timed("gemm", [&] { do_gemm(ta, tb, alpha, A, B, beta, C); });
+  timed(*this, "gemm", [&] { do_gemm(ta, tb, alpha, A, B, beta, C); });
 }
 
 void Backend::add_bias(const MatrixView& Y, const float* b) {
   check_device(*this, "add_bias", "Y", Y);
-  timed("add_bias", [&] { do_add_bias(Y, b); });
+  timed(*this, "add_bias", [&] { do_add_bias(Y, b); });
 }
 
 void Backend::column_sums(const MatrixView& X, float* out) {
   check_device(*this, "column_sums", "X", X);
-  timed("column_sums", [&] { do_column_sums(X, out); });
+  timed(*this, "column_sums", [&] { do_column_sums(X, out); });
 }
 
 void Backend::relu(const MatrixView& Y) {
   check_device(*this, "relu", "Y", Y);
-  timed("relu", [&] { do_relu(Y); });
+  timed(*this, "relu", [&] { do_relu(Y); });
 }
 
 void Backend::relu_backward(const MatrixView& Y, const MatrixView& dY) {
   check_same(*this, "relu_backward", "Y", Y, "dY", dY);
-  timed("relu_backward", [&] { do_relu_backward(Y, dY); });
+  timed(*this, "relu_backward", [&] { do_relu_backward(Y, dY); });
 }
 
 void Backend::bn_relu_backward(const MatrixView& xhat, const float* gamma, const float* beta,
                                const MatrixView& dY) {
   check_same(*this, "bn_relu_backward", "xhat", xhat, "dY", dY);
-  timed("bn_relu_backward", [&] { do_bn_relu_backward(xhat, gamma, beta, dY); });
+  timed(*this, "bn_relu_backward", [&] { do_bn_relu_backward(xhat, gamma, beta, dY); });
 }
 
 void Backend::dropout(const MatrixView& Y, float p, PhiloxKey key, const NodeId* row_ids) {
   check_device(*this, "dropout", "Y", Y);
-  timed("dropout", [&] { do_dropout(Y, p, key, row_ids); });
+  timed(*this, "dropout", [&] { do_dropout(Y, p, key, row_ids); });
 }
 
 void Backend::column_moments(const MatrixView& X, double* sum, double* sumsq) {
   check_device(*this, "column_moments", "X", X);
-  timed("batch_norm", [&] { do_column_moments(X, sum, sumsq); });
+  timed(*this, "batch_norm", [&] { do_column_moments(X, sum, sumsq); });
 }
 
 void Backend::batch_norm_apply(const MatrixView& X, const float* mean, const float* inv_std,
@@ -192,7 +203,7 @@ void Backend::batch_norm_apply(const MatrixView& X, const float* mean, const flo
                                const MatrixView& Y) {
   check_same(*this, "batch_norm_apply", "X", X, "Y", Y);
   if (xhat) check_same(*this, "batch_norm_apply", "X", X, "xhat", *xhat);
-  timed("batch_norm", [&] { do_batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y); });
+  timed(*this, "batch_norm", [&] { do_batch_norm_apply(X, mean, inv_std, gamma, beta, xhat, Y); });
 }
 
 void Backend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, const float* inv_std,
@@ -201,7 +212,7 @@ void Backend::batch_norm_relu_dropout(const MatrixView& X, const float* mean, co
                                       const NodeId* row_ids, KeepBits* bits) {
   check_same(*this, "batch_norm_relu_dropout", "X", X, "Y", Y);
   if (xhat) check_same(*this, "batch_norm_relu_dropout", "X", X, "xhat", *xhat);
-  timed("bn_relu_dropout", [&] {
+  timed(*this, "bn_relu_dropout", [&] {
     do_batch_norm_relu_dropout(X, mean, inv_std, gamma, beta, xhat, Y, p, key, row_ids, bits);
   });
 }
@@ -212,7 +223,7 @@ void Backend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const flo
                                                double* sum_dy, double* sum_dy_xhat,
                                                KeepBits* bits) {
   check_same(*this, "batch_norm_relu_dropout_backward", "xhat", xhat, "dY", dY);
-  timed("bn_relu_dropout_backward", [&] {
+  timed(*this, "bn_relu_dropout_backward", [&] {
     do_batch_norm_relu_dropout_backward(xhat, gamma, beta, p, key, row_ids, dY, sum_dy, sum_dy_xhat,
                                         bits);
   });
@@ -221,7 +232,8 @@ void Backend::batch_norm_relu_dropout_backward(const MatrixView& xhat, const flo
 void Backend::batch_norm_grad_sums(const MatrixView& dY, const MatrixView& xhat, double* sum_dy,
                                    double* sum_dy_xhat) {
   check_same(*this, "batch_norm_grad_sums", "dY", dY, "xhat", xhat);
-  timed("batch_norm_backward", [&] { do_batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat); });
+  timed(*this, "batch_norm_backward",
+        [&] { do_batch_norm_grad_sums(dY, xhat, sum_dy, sum_dy_xhat); });
 }
 
 void Backend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, const float* gamma,
@@ -229,7 +241,7 @@ void Backend::batch_norm_backward(const MatrixView& dY, const MatrixView& xhat, 
                                   const float* mean_dy_xhat, const MatrixView& dX) {
   check_same(*this, "batch_norm_backward", "dY", dY, "xhat", xhat);
   check_same(*this, "batch_norm_backward", "dY", dY, "dX", dX);
-  timed("batch_norm_backward",
+  timed(*this, "batch_norm_backward",
         [&] { do_batch_norm_backward(dY, xhat, gamma, inv_std, mean_dy, mean_dy_xhat, dX); });
 }
 
@@ -237,7 +249,7 @@ double Backend::softmax_xent(const MatrixView& logits, const std::int32_t* label
                              const NodeId* rows, std::int64_t nrows, double denom,
                              const MatrixView& dlogits, std::int64_t* counted) {
   check_loss(*this, "softmax_xent", logits, nrows, dlogits);
-  return timed("loss", [&] {
+  return timed(*this, "loss", [&] {
     return do_softmax_xent(logits, labels, rows, nrows, denom, dlogits, counted);
   });
 }
@@ -246,14 +258,14 @@ double Backend::bce_logits(const MatrixView& logits, const std::int32_t* labels,
                            std::int64_t nrows, double denom, const MatrixView& dlogits,
                            std::int64_t* counted) {
   check_loss(*this, "bce_logits", logits, nrows, dlogits);
-  return timed("loss",
+  return timed(*this, "loss",
                [&] { return do_bce_logits(logits, labels, rows, nrows, denom, dlogits, counted); });
 }
 
 void Backend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
                    const AdamStep& s) {
   check_count("adam", "n", n);
-  timed("adam", [&] { do_adam(p, g, m, v, n, s); });
+  timed(*this, "adam", [&] { do_adam(p, g, m, v, n, s); });
 }
 
 void Backend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
@@ -264,7 +276,7 @@ void Backend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t
                 {operand("src", src), {"n", n, 1}, operand("dst", dst)});
   check_device(*this, "gather_rows", "src", src);
   check_device(*this, "gather_rows", "dst", dst);
-  timed("gather_rows", [&] { do_gather_rows(src, idx, n, dst); });
+  timed(*this, "gather_rows", [&] { do_gather_rows(src, idx, n, dst); });
 }
 
 void Backend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
@@ -275,32 +287,32 @@ void Backend::scatter_add_rows(const MatrixView& src, const NodeId* idx, std::in
                 {operand("src", src), {"n", n, 1}, operand("dst", dst)});
   check_device(*this, "scatter_add_rows", "src", src);
   check_device(*this, "scatter_add_rows", "dst", dst);
-  timed("scatter_add_rows", [&] { do_scatter_add_rows(src, idx, n, dst); });
+  timed(*this, "scatter_add_rows", [&] { do_scatter_add_rows(src, idx, n, dst); });
 }
 
 void Backend::add(const MatrixView& src, const MatrixView& dst) {
   check_same(*this, "add", "src", src, "dst", dst);
-  timed("add", [&] { do_add(src, dst); });
+  timed(*this, "add", [&] { do_add(src, dst); });
 }
 
 void Backend::copy(const MatrixView& src, const MatrixView& dst) {
   check_same(*this, "copy", "src", src, "dst", dst);
-  timed("copy", [&] { do_copy(src, dst); });
+  timed(*this, "copy", [&] { do_copy(src, dst); });
 }
 
 void Backend::fill(const MatrixView& X, float v) {
   check_device(*this, "fill", "X", X);
-  timed("fill", [&] { do_fill(X, v); });
+  timed(*this, "fill", [&] { do_fill(X, v); });
 }
 
 void Backend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
   check_count("pack_bf16", "n", n);
-  timed("pack_bf16", [&] { do_pack_bf16(src, n, dst); });
+  timed(*this, "pack_bf16", [&] { do_pack_bf16(src, n, dst); });
 }
 
 void Backend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
   check_count("unpack_bf16", "n", n);
-  timed("unpack_bf16", [&] { do_unpack_bf16(src, n, dst); });
+  timed(*this, "unpack_bf16", [&] { do_unpack_bf16(src, n, dst); });
 }
 
 namespace {
@@ -327,7 +339,7 @@ void Backend::gat_head_dots(const MatrixView& z, const MatrixView& a, const Matr
             a.rows > 0 && a.cols > 0 && z.cols == a.rows * a.cols && t.rows == z.rows &&
                 t.cols == a.rows && !overlap(t, z),
             "z n x H*F, a H x F, t n x H (t apart from z)");
-  timed("gat_head_dots", [&] { do_gat_head_dots(z, a, t); });
+  timed(*this, "gat_head_dots", [&] { do_gat_head_dots(z, a, t); });
 }
 
 void Backend::gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
@@ -340,7 +352,7 @@ void Backend::gat_head_dots_backward(const MatrixView& z, const MatrixView& a, c
       a.rows > 0 && a.cols > 0 && z.cols == a.rows * a.cols && dt.rows == z.rows &&
           dt.cols == a.rows && dz.rows >= z.rows && dz.cols == z.cols && same_shape(da, a),
       "z n x H*F, a and da H x F, dt n x H, dz at least z's rows");
-  timed("gat_head_dots_backward", [&] { do_gat_head_dots_backward(z, a, dt, dz, da); });
+  timed(*this, "gat_head_dots_backward", [&] { do_gat_head_dots_backward(z, a, dt, dz, da); });
 }
 
 void Backend::gat_edge_softmax(const AttentionView& A, const MatrixView& el, const MatrixView& er,
@@ -351,7 +363,7 @@ void Backend::gat_edge_softmax(const AttentionView& A, const MatrixView& el, con
             el.rows == A.cols && er.rows == A.rows && alpha.rows == A.nnz && el.cols > 0 &&
                 er.cols == el.cols && alpha.cols == el.cols,
             "el A.cols x H, er A.rows x H, alpha nnz x H");
-  timed("gat_softmax", [&] { do_gat_edge_softmax(A, el, er, slope, alpha); });
+  timed(*this, "gat_softmax", [&] { do_gat_edge_softmax(A, el, er, slope, alpha); });
 }
 
 void Backend::gat_edge_softmax_backward(const AttentionView& A, const MatrixView& el,
@@ -373,7 +385,7 @@ void Backend::gat_edge_softmax_backward(const AttentionView& A, const MatrixView
                 er.cols == el.cols && alpha.cols == el.cols && same_shape(dalpha, alpha) &&
                 same_shape(del, el) && same_shape(der, er) && !overlap(dalpha, alpha),
             "el and del A.cols x H, er and der A.rows x H, alpha and dalpha nnz x H, apart");
-  timed("gat_softmax_backward",
+  timed(*this, "gat_softmax_backward",
         [&] { do_gat_edge_softmax_backward(A, el, er, slope, alpha, dalpha, del, der); });
 }
 
@@ -386,7 +398,7 @@ void Backend::gat_aggregate(const AttentionView& A, const MatrixView& alpha, con
                 z.cols % alpha.cols == 0 && out.rows == A.rows && out.cols == z.cols &&
                 !overlap(out, z),
             "alpha nnz x H, z A.cols x H*F, out A.rows x H*F apart from z");
-  timed("gat_aggregate", [&] { do_gat_aggregate(A, alpha, z, out); });
+  timed(*this, "gat_aggregate", [&] { do_gat_aggregate(A, alpha, z, out); });
 }
 
 void Backend::gat_aggregate_backward(const AttentionView& A, const MatrixView& alpha,
@@ -404,7 +416,7 @@ void Backend::gat_aggregate_backward(const AttentionView& A, const MatrixView& a
                 !overlap(dz, dout) && (dalpha.data == alpha.data || !overlap(dalpha, alpha)),
             "alpha and dalpha nnz x H (equal or apart), z and dz A.cols x H*F apart, dout "
             "A.rows x H*F");
-  timed("gat_aggregate_backward",
+  timed(*this, "gat_aggregate_backward",
         [&] { do_gat_aggregate_backward(A, alpha, z, dout, dalpha, dz); });
 }
 
@@ -413,17 +425,17 @@ void Backend::gat_edge_dropout(const AttentionView& A, const MatrixView& x, floa
   const char* op = "gat_edge_dropout";
   check_device(*this, op, "x", x);
   check_gat(op, {edges(A), operand("x", x)}, x.rows == A.nnz && x.cols > 0, "x nnz x H");
-  timed("dropout", [&] { do_gat_edge_dropout(A, x, p, key, ids); });
+  timed(*this, "dropout", [&] { do_gat_edge_dropout(A, x, p, key, ids); });
 }
 
 void Backend::elu(const MatrixView& Y) {
   check_device(*this, "elu", "Y", Y);
-  timed("elu", [&] { do_elu(Y); });
+  timed(*this, "elu", [&] { do_elu(Y); });
 }
 
 void Backend::elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) {
   check_same(*this, "elu_backward", "Y", Y, "dY", dY);
-  timed("elu_backward", [&] { do_elu_backward(Y, dY, y_scale); });
+  timed(*this, "elu_backward", [&] { do_elu_backward(Y, dY, y_scale); });
 }
 
 // A backend without attention kernels says so, as a user-facing error.

@@ -626,6 +626,8 @@ CudaBackend::CudaBackend() {
 
 CudaBackend::~CudaBackend() { release(); }
 
+void CudaBackend::wait_for_queued_work() { HALO_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
 void CudaBackend::release() noexcept {
   // Teardown ignores errors (the runtime may already be shutting down at process exit).
   if (release_hook_) remove_storage_release_hook(release_hook_);

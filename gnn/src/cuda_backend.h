@@ -66,6 +66,7 @@ class CudaBackend final : public Backend {
   // fp32 (cublasSgemm), tf32 or bf16 (cublasGemmEx with the matching fast compute type).
   void set_matmul_precision(MatmulPrecision p) override { precision_ = p; }
   MatmulPrecision matmul_precision() const override { return precision_; }
+  void wait_for_queued_work() override;
   // The one stream every op of this backend is queued on.
   cudaStream_t stream() const { return stream_; }
 

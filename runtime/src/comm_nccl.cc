@@ -1,25 +1,34 @@
-// The NCCL communicator: halo rows and gradients move between GPUs without touching the host.
+// The NCCL communicators: halo rows and gradients move between GPUs without touching the host.
 // NCCL is loaded at run time (dlopen of libnccl.so.2), not linked: a machine without NCCL still
 // runs halo (ranks on GPUs then exchange through MPI with host staging), and the library can
 // come from the CUDA toolkit or from a Python wheel's folder on LD_LIBRARY_PATH.
 //
-// The unique id is made by rank 0 and broadcast over the bootstrap (MPI) communicator. Waits
-// poll a CUDA event with the same deadline as MPI's (HALO_COMM_TIMEOUT_S), and NCCL's
-// asynchronous error (a peer or the network failing leaves operations that never complete);
-// on either the NCCL communicator is aborted (ncclCommAbort, once: it frees the communicator),
-// so no rank stays blocked in a kernel. Nothing else waits for NCCL's stream: posts are ordered
-// after the backend's work by an event (recorded on the legacy default stream, which follows
-// every blocking stream: the backend's), not by a device-wide synchronisation, so exchanges in
-// flight (stale ones span an epoch) overlap compute and a dead peer cannot block a rank outside
-// a timed wait; and while an exception unwinds, the communicator is aborted before the first
-// device free (add_unwind_hook), since cudaFree waits for the whole device.
+// No call blocks without a deadline. The communicators are non-blocking (ncclConfig_t
+// blocking = 0, NCCL 2.14 or later): init, group ends and collectives return at once (possibly
+// ncclInProgress) and halo polls ncclCommGetAsyncError against HALO_COMM_TIMEOUT_S
+// (poll_until), so a peer that hangs (not only one that died) fails the rank with a named error
+// instead of blocking it forever; so do waits for the GPU side, which poll a CUDA event and
+// NCCL's asynchronous error. On a timeout or an error both communicators are aborted
+// (ncclCommAbort, once: it frees them), so no rank stays blocked in a kernel.
+//
+// Two communicators, each with its own stream: halo exchanges on one, the gradient all-reduce
+// on the other, so the all-reduce never queues behind a stale exchange still in flight (stale
+// halos span an epoch) and its time is its own. Both are made from their own unique id (made
+// by rank 0, broadcast over the bootstrap MPI communicator) rather than ncclCommSplit, which
+// needs NCCL 2.18. Every rank issues the same exchanges and all-reduces in the same order (the
+// trainer is SPMD), which is what NCCL asks of communicators used concurrently.
+//
+// Nothing else waits for NCCL's streams: posts are ordered after the backend's work by an event
+// (recorded on the legacy default stream, which follows every blocking stream: the backend's),
+// not by a device-wide synchronisation, so exchanges in flight overlap compute and a dead peer
+// cannot block a rank outside a timed wait; and while an exception unwinds, the communicators
+// are aborted before the first device free (add_unwind_hook), since cudaFree waits for the whole
+// device.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "halo/gnn/cuda_check.h"
 #include "halo/gnn/device.h"
@@ -33,7 +42,9 @@ namespace {
 struct NcclApi {
   void* lib = nullptr;
   ncclResult_t (*get_unique_id)(ncclUniqueId*) = nullptr;
-  ncclResult_t (*comm_init_rank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*comm_init_rank_config)(ncclComm_t*, int, ncclUniqueId, int,
+                                        ncclConfig_t*) = nullptr;
+  ncclResult_t (*comm_finalize)(ncclComm_t) = nullptr;  // optional (NCCL 2.14)
   ncclResult_t (*comm_abort)(ncclComm_t) = nullptr;
   ncclResult_t (*comm_destroy)(ncclComm_t) = nullptr;
   ncclResult_t (*get_async_error)(ncclComm_t, ncclResult_t*) = nullptr;
@@ -62,10 +73,11 @@ struct NcclApi {
     }
     auto sym = [&](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(a.lib, name));
-      if (!fn && a.why_not.empty()) a.why_not = std::string("libnccl.so.2 lacks ") + name;
+      if (!fn && a.why_not.empty())
+        a.why_not = std::string("libnccl.so.2 lacks ") + name + " (halo needs NCCL 2.14 or later)";
     };
     sym(a.get_unique_id, "ncclGetUniqueId");
-    sym(a.comm_init_rank, "ncclCommInitRank");
+    sym(a.comm_init_rank_config, "ncclCommInitRankConfig");
     sym(a.comm_abort, "ncclCommAbort");
     sym(a.comm_destroy, "ncclCommDestroy");
     sym(a.get_async_error, "ncclCommGetAsyncError");
@@ -75,65 +87,86 @@ struct NcclApi {
     sym(a.recv, "ncclRecv");
     sym(a.all_reduce, "ncclAllReduce");
     sym(a.error_string, "ncclGetErrorString");
+    a.comm_finalize = reinterpret_cast<decltype(a.comm_finalize)>(dlsym(a.lib, "ncclCommFinalize"));
     return a;
   }
 };
 
-void check(ncclResult_t r, const char* call, const char* file, int line) {
-  if (r == ncclSuccess) return;
+std::string nccl_error(ncclResult_t r) {
   const NcclApi& api = NcclApi::get();
-  throw SystemError(
-      std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-      (api.error_string ? api.error_string(r) : "NCCL error " + std::to_string(int(r))));
+  return api.error_string ? api.error_string(r) : "NCCL error " + std::to_string(int(r));
 }
-#define HALO_NCCL_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
-// The communicator and whether it was aborted: ncclCommAbort frees it, so it must happen once
-// and nothing may use the handle after (shared by the communicator and its pending exchanges).
-struct NcclState {
+// A call on a non-blocking communicator: ncclInProgress means started (its completion is
+// polled for); anything but that and success is an error.
+void check_started(ncclResult_t r, const char* call, const char* file, int line) {
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  throw SystemError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    nccl_error(r));
+}
+#define HALO_NCCL_START(call) check_started((call), #call, __FILE__, __LINE__)
+
+// One communicator and the stream its operations go on.
+struct NcclLink {
   ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+// The communicators (halo rows, gradients) and whether they were aborted: ncclCommAbort frees a
+// communicator, so it must happen once and nothing may use the handles after (shared by the
+// communicator and its pending exchanges). A failure of either aborts both: the job is over.
+struct NcclState {
+  NcclLink rows, grads;
   bool aborted = false;
   void abort_once() {
-    if (comm && !aborted) {
-      aborted = true;
-      NcclApi::get().comm_abort(comm);
-    }
+    if (aborted) return;
+    aborted = true;
+    for (ncclComm_t c : {rows.comm, grads.comm})
+      if (c) NcclApi::get().comm_abort(c);
+  }
+  // comm's asynchronous state: ncclSuccess (idle: every operation started so far is queued on
+  // its stream), ncclInProgress, or the error that broke it.
+  ncclResult_t state(ncclComm_t comm) const {
+    ncclResult_t async = ncclSuccess;
+    const ncclResult_t r = NcclApi::get().get_async_error(comm, &async);
+    return r != ncclSuccess ? r : async;
+  }
+  // Throws when comm is in error (aborting both first); true when it is idle.
+  bool ready(ncclComm_t comm, const std::string& what) {
+    if (aborted) throw SystemError(what + ": the NCCL communicator was aborted");
+    const ncclResult_t r = state(comm);
+    if (r == ncclSuccess) return true;
+    if (r == ncclInProgress) return false;
+    abort_once();
+    throw SystemError(what + ": NCCL failed: " + nccl_error(r));
+  }
+  // Waits, with the communication deadline, until comm has queued what was started on it.
+  void wait_ready(ncclComm_t comm, const std::string& what) {
+    poll_until([&] { return ready(comm, what); }, comm_timeout_seconds(), what,
+               [this] { abort_once(); });
   }
 };
 
-// Waits for an event on the GPU with a deadline, watching NCCL's asynchronous error; on timeout
-// or error aborts the NCCL communicator and throws SystemError.
-void wait_event(cudaEvent_t ev, NcclState& s, const char* what) {
-  const NcclApi& api = NcclApi::get();
-  const auto start = std::chrono::steady_clock::now();
-  for (long spin = 0;; ++spin) {
-    const cudaError_t e = cudaEventQuery(ev);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) HALO_CUDA_CHECK(e);
-    if (s.aborted) throw SystemError(std::string(what) + ": the NCCL communicator was aborted");
-    if (spin % 256 == 255) {
-      ncclResult_t async = ncclSuccess;
-      HALO_NCCL_CHECK(api.get_async_error(s.comm, &async));
-      if (async != ncclSuccess && async != ncclInProgress) {
-        s.abort_once();
-        throw SystemError(std::string(what) + ": NCCL failed: " + api.error_string(async));
-      }
-    }
-    if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > comm_timeout_seconds()) {
-      s.abort_once();
-      throw SystemError(std::string(what) + ": no answer from the other ranks after " +
-                        std::to_string(int(waited)) +
-                        " s (a rank died or hangs; HALO_COMM_TIMEOUT_S sets the limit)");
-    }
-  }
+// Waits for an event on the GPU with the deadline, watching comm's asynchronous error; on
+// timeout or error aborts the communicators and throws SystemError.
+void wait_event(cudaEvent_t ev, NcclState& s, ncclComm_t comm, const std::string& what) {
+  long polls = 0;
+  poll_until(
+      [&] {
+        const cudaError_t e = cudaEventQuery(ev);
+        if (e == cudaSuccess) return true;
+        if (e != cudaErrorNotReady) HALO_CUDA_CHECK(e);
+        if (s.aborted) throw SystemError(what + ": the NCCL communicator was aborted");
+        if (++polls % 256 == 0) s.ready(comm, what);  // throws if NCCL failed
+        return false;
+      },
+      comm_timeout_seconds(), what, [&s] { s.abort_once(); });
 }
 
 class NcclPending final : public Pending {
  public:
-  NcclPending(cudaEvent_t ev, NcclState& state) : ev_(ev), state_(state) {}
+  NcclPending(cudaEvent_t ev, NcclState& state, ncclComm_t comm, std::string what)
+      : ev_(ev), state_(state), comm_(comm), what_(std::move(what)) {}
   ~NcclPending() override {
     if (std::uncaught_exceptions() == 0) {
       try {
@@ -145,13 +178,15 @@ class NcclPending final : public Pending {
   }
   void wait() override {
     if (done_) return;
-    wait_event(ev_, state_, "halo exchange (NCCL)");
+    wait_event(ev_, state_, comm_, what_);
     done_ = true;
   }
 
  private:
   cudaEvent_t ev_;
   NcclState& state_;
+  ncclComm_t comm_;
+  std::string what_;
   bool done_ = false;
 };
 
@@ -163,25 +198,22 @@ class NcclCommunicator final : public ForwardingCommunicator {
     const NcclApi& api = NcclApi::get();
     if (!api.why_not.empty()) throw SystemError("NCCL: " + api.why_not);
     HALO_CUDA_CHECK(cudaSetDevice(device));
-    ncclUniqueId id{};
-    if (boot.rank() == 0) HALO_NCCL_CHECK(api.get_unique_id(&id));
-    boot.broadcast(&id, sizeof id, 0);
-    HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ncclUniqueId ids[2] = {};
+    if (boot.rank() == 0)
+      for (ncclUniqueId& id : ids)
+        check_started(api.get_unique_id(&id), "ncclGetUniqueId", __FILE__, __LINE__);
+    boot.broadcast(ids, sizeof ids, 0);
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    HALO_NCCL_CHECK(api.comm_init_rank(&state_.comm, boot.size(), id, boot.rank()));
     unwind_hook_ = add_unwind_hook([this] { state_.abort_once(); });
-  }
-  ~NcclCommunicator() override {
-    remove_unwind_hook(unwind_hook_);
-    if (state_.comm && !state_.aborted) {
-      if (std::uncaught_exceptions() > 0)
-        state_.abort_once();
-      else
-        NcclApi::get().comm_destroy(state_.comm);
+    try {
+      init(state_.rows, ids[0], "NCCL init (halo rows)");
+      init(state_.grads, ids[1], "NCCL init (gradients)");
+    } catch (...) {
+      teardown();
+      throw;
     }
-    if (ready_) cudaEventDestroy(ready_);
-    if (stream_) cudaStreamDestroy(stream_);
   }
+  ~NcclCommunicator() override { teardown(); }
   const char* name() const override { return "nccl"; }
   bool device_buffers() const override { return true; }
   bool needs_gpu_memory() const override { return true; }
@@ -189,33 +221,29 @@ class NcclCommunicator final : public ForwardingCommunicator {
   std::unique_ptr<Pending> exchange(std::span<const PeerBlock> sends,
                                     std::span<const PeerBlock> recvs, int) override {
     const NcclApi& api = NcclApi::get();
+    const NcclLink& l = state_.rows;
     if (state_.aborted) throw SystemError("halo exchange (NCCL): the communicator was aborted");
-    after_backend_work();
-    HALO_NCCL_CHECK(api.group_start());
+    after_backend_work(l.stream);
+    HALO_NCCL_START(api.group_start());
     for (const PeerBlock& b : recvs)
-      if (b.bytes)
-        HALO_NCCL_CHECK(api.recv(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
+      if (b.bytes) HALO_NCCL_START(api.recv(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
     for (const PeerBlock& b : sends)
-      if (b.bytes)
-        HALO_NCCL_CHECK(api.send(b.data, b.bytes, ncclUint8, b.peer, state_.comm, stream_));
-    HALO_NCCL_CHECK(api.group_end());
-    cudaEvent_t ev = nullptr;
-    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
-    return std::make_unique<NcclPending>(ev, state_);
+      if (b.bytes) HALO_NCCL_START(api.send(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
+    HALO_NCCL_START(api.group_end());
+    state_.wait_ready(l.comm, "halo exchange (NCCL)");  // queued on the stream
+    return std::make_unique<NcclPending>(record(l.stream), state_, l.comm, "halo exchange (NCCL)");
   }
 
   void allreduce_device(float* data, std::int64_t n) override {
     const NcclApi& api = NcclApi::get();
+    const NcclLink& l = state_.grads;
     if (state_.aborted)
       throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
-    after_backend_work();
-    HALO_NCCL_CHECK(
-        api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, state_.comm, stream_));
-    cudaEvent_t ev = nullptr;
-    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    HALO_CUDA_CHECK(cudaEventRecord(ev, stream_));
-    NcclPending done(ev, state_);
+    after_backend_work(l.stream);
+    HALO_NCCL_START(
+        api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, l.comm, l.stream));
+    state_.wait_ready(l.comm, "gradient all-reduce (NCCL)");
+    NcclPending done(record(l.stream), state_, l.comm, "gradient all-reduce (NCCL)");
     done.wait();
   }
 
@@ -225,17 +253,59 @@ class NcclCommunicator final : public ForwardingCommunicator {
   }
 
  private:
-  // Orders this stream's next operations after all work queued so far on blocking streams (the
+  // Makes link's stream and non-blocking communicator and waits (with the deadline) for every
+  // rank to join it.
+  void init(NcclLink& link, const ncclUniqueId& id, const char* what) {
+    HALO_CUDA_CHECK(cudaStreamCreateWithFlags(&link.stream, cudaStreamNonBlocking));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    HALO_NCCL_START(NcclApi::get().comm_init_rank_config(&link.comm, size(), id, rank(), &config));
+    state_.wait_ready(link.comm, what);
+  }
+
+  // Ends the communicators (aborting them while an exception unwinds, or when finalising does
+  // not complete within the deadline) and frees the streams and events; never throws.
+  void teardown() noexcept {
+    remove_unwind_hook(unwind_hook_);
+    const NcclApi& api = NcclApi::get();
+    if (std::uncaught_exceptions() > 0) state_.abort_once();
+    if (!state_.aborted && api.comm_finalize) {
+      try {
+        for (NcclLink* l : {&state_.rows, &state_.grads})
+          if (l->comm) {
+            HALO_NCCL_START(api.comm_finalize(l->comm));
+            state_.wait_ready(l->comm, "NCCL finalize");
+          }
+      } catch (...) {
+        state_.abort_once();  // a peer gone before the end: abort, do not wait forever
+      }
+    }
+    if (!state_.aborted)
+      for (NcclLink* l : {&state_.rows, &state_.grads})
+        if (l->comm) api.comm_destroy(l->comm);
+    for (NcclLink* l : {&state_.rows, &state_.grads})
+      if (l->stream) cudaStreamDestroy(l->stream);
+    if (ready_) cudaEventDestroy(ready_);
+  }
+
+  // Orders stream's next operations after all work queued so far on blocking streams (the
   // backend's kernels, the legacy stream's copies), without the host waiting.
-  void after_backend_work() {
+  void after_backend_work(cudaStream_t stream) {
     HALO_CUDA_CHECK(cudaEventRecord(ready_, cudaStreamLegacy));
-    HALO_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
+    HALO_CUDA_CHECK(cudaStreamWaitEvent(stream, ready_, 0));
+  }
+
+  // A new event marking what is queued on stream so far.
+  static cudaEvent_t record(cudaStream_t stream) {
+    cudaEvent_t ev = nullptr;
+    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    HALO_CUDA_CHECK(cudaEventRecord(ev, stream));
+    return ev;
   }
 
   NcclState state_;
   cudaEvent_t ready_ = nullptr;
   int unwind_hook_ = 0;
-  cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace

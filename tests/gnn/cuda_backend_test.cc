@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
 #include "halo/gnn/graph_op.h"
+#include "halo/gnn/op_profile.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -313,6 +315,28 @@ TEST_F(CudaBackendTest, SpmmOnUnalignedDenseOperandsRunsTheOwnKernel) {
   expect_close(dYa.to_host(), Y.storage(), 1e-4, 1e-4, "aligned operands");
   const std::map<std::string, std::int64_t> want{{"own (unaligned dense operand)", 1}, {"alg3", 1}};
   EXPECT_EQ(gpu.take_spmm_kernel_counts(), want);
+}
+
+// --profile on the GPU books an op's work, not its launch: a GEMM that runs for milliseconds is
+// booked at about its synchronised wall time (a launch takes microseconds).
+TEST_F(CudaBackendTest, ProfileTimesTheWorkNotTheLaunch) {
+  Backend& gpu = cuda_backend();
+  const std::int64_t n = 4096;
+  const Matrix A(n, n, 1.f, Device::kCuda), B(n, n, 0.5f, Device::kCuda);
+  Matrix C(n, n, 0.f, Device::kCuda);
+  gpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());  // warm up
+  device_synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  gpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
+  device_synchronize();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  OpProfile profile;
+  {
+    const ProfileScope scope(profile);
+    gpu.gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
+  }
+  const double booked = profile.totals().at("gemm").seconds;
+  EXPECT_GE(booked, 0.5 * wall) << "booked " << booked << " s, the GEMM takes " << wall << " s";
 }
 
 // What the plans of an operator hold on the GPU (rebased offsets, aligned copies, cuSPARSE's

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -456,6 +457,37 @@ TEST(TrainerGpu, DeviceCudaWithoutAGpuIsAClearError) {
   EXPECT_NO_THROW(train_dataset(cora(), o, out));
 }
 
+// poll_until, the wait every NCCL call is bounded by: it returns once poll says done, passes a
+// failure of poll on untouched, and past the deadline gives up once (the communicator's abort)
+// and names what it waited for and the variable that sets the limit.
+TEST(PollUntil, ReturnsFailsOrGivesUpAtTheDeadline) {
+  int calls = 0, gave_up = 0;
+  poll_until([&] { return ++calls == 5; }, 10.0, "quick", [&] { ++gave_up; });
+  EXPECT_EQ(calls, 5);
+  EXPECT_EQ(gave_up, 0);
+  EXPECT_THROW(poll_until([]() -> bool { throw SystemError("peer failed"); }, 10.0, "failing",
+                          [&] { ++gave_up; }),
+               SystemError);
+  EXPECT_EQ(gave_up, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  calls = 0;
+  try {
+    poll_until([&] { return ++calls < 0; }, 0.3, "NCCL init (halo rows)", [&] { ++gave_up; });
+    ADD_FAILURE() << "a wait that never ends returned";
+  } catch (const SystemError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("NCCL init (halo rows): no answer from the other ranks after 0 s", 0), 0u)
+        << m;
+    EXPECT_NE(m.find("HALO_COMM_TIMEOUT_S"), std::string::npos) << m;
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(gave_up, 1);
+  EXPECT_GE(waited, 0.3);
+  EXPECT_LT(waited, 5.0);
+  EXPECT_GT(calls, 100);  // it kept polling until the deadline, sleeping only briefly
+}
+
 // NCCL on a one-GPU machine: a one-rank communicator sends device memory to itself in a group
 // and all-reduces in place (the identity), so loading, init, grouped send/recv, the event wait
 // and teardown all run even where ranks cannot each have a GPU.
@@ -477,6 +509,39 @@ TEST(NcclGpu, OneRankSendsToItselfAndReduces) {
   EXPECT_EQ(dst.to_host(), host);
   nccl->allreduce_device(src.data(), std::int64_t(host.size()));
   EXPECT_EQ(src.to_host(), host);
+}
+
+// A bootstrap that says two ranks but whose other rank never comes (hung before NCCL init).
+class LonelyBoot final : public ForwardingCommunicator {
+ public:
+  explicit LonelyBoot(Communicator& inner) : ForwardingCommunicator(inner) {}
+  int size() const override { return 2; }
+  void broadcast(void*, std::size_t, int) override {}  // rank 0 is the root: nothing to receive
+};
+
+// NCCL init waits for every rank; with the missing one it must end at the communication
+// deadline, naming the step, not block forever. Run apart with a short HALO_COMM_TIMEOUT_S
+// (tools/gpu-check.sh does: the variable is read once per process).
+TEST(NcclGpu, InitWithAMissingPeerEndsAtTheDeadline) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  if (const std::string why = nccl_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  const double limit = comm_timeout_seconds();
+  if (limit > 10) GTEST_SKIP() << "needs HALO_COMM_TIMEOUT_S <= 10 (it is " << limit << ")";
+  LocalCommunicator local;
+  LonelyBoot boot(local);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    make_nccl_communicator(boot, 0);
+    ADD_FAILURE() << "NCCL init with a missing rank returned";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("NCCL init (halo rows): no answer"), std::string::npos)
+        << e.what();
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, limit);
+  EXPECT_LT(waited, limit + 30);
 }
 
 }  // namespace

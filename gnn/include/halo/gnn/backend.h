@@ -79,6 +79,9 @@ class Backend {
   virtual void set_matmul_precision(MatmulPrecision p) = 0;
   // The arithmetic of the products, as last set (fp32 until then).
   virtual MatmulPrecision matmul_precision() const = 0;
+  // Waits for the ops queued so far, for timing them (--profile): a GPU backend queues work on
+  // a stream and returns; the CPU's ops are done when they return (nothing to wait for).
+  virtual void wait_for_queued_work() {}
   // The SpMM calls made since the last take, counted by the kernel that ran and why ("alg3",
   // "own (width 1)", ...; spmm_policy.h), then cleared. Empty for a backend with one kernel.
   virtual std::map<std::string, std::int64_t> take_spmm_kernel_counts() { return {}; }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -153,6 +154,15 @@ void abort_job(int code);
 
 // Seconds a wait may last before the job is declared dead (HALO_COMM_TIMEOUT_S, default 600).
 double comm_timeout_seconds();
+
+// A host-side wait with a deadline, for communication whose library has no deadline of its own
+// (NCCL: init, group ends, kernels in flight; all polled, never blocked on). Calls poll() until
+// it returns true, backing off from spinning to short sleeps; poll throws to fail (after
+// cancelling what it must). When timeout_s passes first, calls give_up() once (cancel the
+// communicator: it must not throw) and throws SystemError "<what>: no answer from the other
+// ranks after N s (...; HALO_COMM_TIMEOUT_S sets the limit)".
+void poll_until(const std::function<bool()>& poll, double timeout_s, const std::string& what,
+                const std::function<void()>& give_up);
 
 // Default OpenMP threads per rank: the CPUs this rank may use divided among the ranks that share
 // them (a job of 4 unbound ranks on 8 cores runs 2 threads each instead of 8 and thrashing).
