@@ -300,6 +300,13 @@ void Backend::copy(const MatrixView& src, const MatrixView& dst) {
   timed(*this, "copy", [&] { do_copy(src, dst); });
 }
 
+void Backend::smooth(const MatrixView& x, float gamma, const MatrixView& avg) {
+  check_same(*this, "smooth", "x", x, "avg", avg);
+  if (x.data == avg.data && x.size() > 0)
+    throw std::logic_error("Backend::smooth: x and avg alias");
+  timed(*this, "smooth", [&] { do_smooth(x, gamma, avg); });
+}
+
 void Backend::fill(const MatrixView& X, float v) {
   check_device(*this, "fill", "X", X);
   timed(*this, "fill", [&] { do_fill(X, v); });

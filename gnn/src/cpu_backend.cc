@@ -485,6 +485,12 @@ void CpuBackend::do_copy(const MatrixView& src, const MatrixView& dst) {
   std::memcpy(dst.data, src.data, sizeof(float) * std::size_t(src.size()));
 }
 
+void CpuBackend::do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) {
+  const float keep = gamma, take = 1.f - gamma;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < x.size(); ++i) avg.data[i] = keep * avg.data[i] + take * x.data[i];
+}
+
 void CpuBackend::do_fill(const MatrixView& X, float v) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < X.size(); ++i) X.data[i] = v;

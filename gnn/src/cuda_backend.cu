@@ -151,6 +151,12 @@ __global__ void add_kernel(const float* src, float* dst, std::int64_t n) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) dst[i] += src[i];
 }
 
+// avg = keep * avg + take * x.
+__global__ void smooth_kernel(const float* x, float keep, float take, float* avg, std::int64_t n) {
+  for (std::int64_t i = grid_start(); i < n; i += grid_stride())
+    avg[i] = keep * avg[i] + take * x[i];
+}
+
 // One thread per (row, 64-column block, j < 8): one Philox call at counter (id, block * 8 + j)
 // decides columns block * 64 + j + 8 t, t < 8: word t % 4, low half for t < 4 (dropout_u16).
 __global__ void dropout_kernel(float* y, std::int64_t rows, std::int64_t cols, float scale,
@@ -946,6 +952,13 @@ void CudaBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, 
 void CudaBackend::do_add(const MatrixView& src, const MatrixView& dst) {
   if (src.size() == 0) return;
   add_kernel<<<grid_for(src.size()), kThreads, 0, stream_>>>(src.data, dst.data, src.size());
+  check_launch(__func__);
+}
+
+void CudaBackend::do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) {
+  if (x.size() == 0) return;
+  smooth_kernel<<<grid_for(x.size()), kThreads, 0, stream_>>>(x.data, gamma, 1.f - gamma, avg.data,
+                                                              x.size());
   check_launch(__func__);
 }
 

@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
                            const MatrixView& dst) override;
   void do_add(const MatrixView& src, const MatrixView& dst) override;
   void do_copy(const MatrixView& src, const MatrixView& dst) override;
+  void do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) override;
   void do_fill(const MatrixView& X, float v) override;
   void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) override;
   void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) override;

@@ -52,15 +52,18 @@ struct HaloExchanger::Slot {
   std::vector<char> send, recv, prev;  // MPI: host payloads
   Matrix dsend, drecv, dprev;          // NCCL: device payloads (raw storage)
   bool primed = false;                 // has delivered once this run
+  Matrix avg;                          // --halo-smoothing: the moving average (backend memory)
+  bool averaging = false;              // avg holds rows of this run
 };
 
 HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan,
-                             HaloDtype dtype, int staleness)
+                             HaloDtype dtype, int staleness, float smoothing)
     : comm_(comm),
       be_(be),
       plan_(plan),
       dtype_(dtype),
       staleness_(staleness),
+      smoothing_(smoothing),
       gpu_(be.device() == Device::kCuda) {
   if (gpu_) {  // rows are packed on the device, then staged through the host for MPI
     send_dev_ = std::make_unique<DeviceArray<NodeId>>(plan.send, std::size_t(plan.send_rows()));
@@ -73,6 +76,10 @@ HaloExchanger::HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView
     throw ParamError(std::string("the ") + comm.name() +
                      " communicator moves GPU memory: it needs the CUDA backend");
   if (staleness < 0 || staleness > 1) throw ParamError("--halo-staleness must be 0 or 1");
+  if (!(smoothing >= 0.f && smoothing < 1.f))
+    throw ParamError("--halo-smoothing must be in [0, 1)");
+  if (smoothing > 0.f && staleness == 0)
+    throw ParamError("--halo-smoothing smooths stale halo rows: it needs --halo-staleness 1");
   if (plan.k != comm.size())
     throw ParamError("the halo plan is for " + std::to_string(plan.k) + " ranks but the job has " +
                      std::to_string(comm.size()));
@@ -185,7 +192,8 @@ void HaloExchanger::unpack_halo(const std::vector<char>& recv, const MatrixView&
   be_.unpack_bf16(in, n, all.row(plan_.owned));
 }
 
-void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView& all) {
+void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView& all,
+                                 Slot* smooth) {
   const std::int64_t w = all.cols, n = plan_.send_rows();
   if (n == 0) return;
   if (gpu_) {  // the payload goes to the device (widened there), then is added into owned rows
@@ -198,7 +206,8 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
       copy_floats(Device::kCuda, stage_.data(), Device::kCpu,
                   reinterpret_cast<const float*>(recv.data()), n * w);
     }
-    be_.scatter_add_rows(stage_.view(), send_index(), n, all.rows_range(0, plan_.owned));
+    be_.scatter_add_rows(smoothed(smooth, stage_.view()), send_index(), n,
+                         all.rows_range(0, plan_.owned));
     return;
   }
   const float* rows = reinterpret_cast<const float*>(recv.data());
@@ -207,8 +216,21 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
     be_.unpack_bf16(reinterpret_cast<const std::uint16_t*>(recv.data()), n * w, widened_.data());
     rows = widened_.data();
   }
-  be_.scatter_add_rows({const_cast<float*>(rows), n, w, all.device}, plan_.send, n,
-                       all.rows_range(0, plan_.owned));
+  be_.scatter_add_rows(smoothed(smooth, {const_cast<float*>(rows), n, w, all.device}), plan_.send,
+                       n, all.rows_range(0, plan_.owned));
+}
+
+MatrixView HaloExchanger::smoothed(Slot* s, const MatrixView& rows) {
+  if (s == nullptr || smoothing_ == 0.f || rows.size() == 0) return rows;
+  if (!s->averaging) {  // the first delivery of the run starts the average
+    s->avg.set_device(be_.device());
+    s->avg.resize(rows.rows, rows.cols);
+    be_.copy(rows, s->avg.view());
+    s->averaging = true;
+  } else {
+    be_.smooth(rows, smoothing_, s->avg.view());
+  }
+  return s->avg.view();
 }
 
 HaloExchanger::Slot& HaloExchanger::slot(std::vector<std::unique_ptr<Slot>>& slots, int layer) {
@@ -286,7 +308,7 @@ void HaloExchanger::unpack_direct_halo(const void* payload, const MatrixView& al
 }
 
 // Received gradients (device payload, one row per send-list entry) added into the owned rows.
-void HaloExchanger::add_direct_received(const void* payload, const MatrixView& all) {
+void HaloExchanger::add_direct_received(const void* payload, const MatrixView& all, Slot* smooth) {
   const std::int64_t n = plan_.send_rows(), w = all.cols;
   if (n == 0) return;
   float* rows = static_cast<float*>(const_cast<void*>(payload));
@@ -296,7 +318,8 @@ void HaloExchanger::add_direct_received(const void* payload, const MatrixView& a
     be_.unpack_bf16(static_cast<const std::uint16_t*>(payload), n * w, grad_stage_.data());
     rows = grad_stage_.data();
   }
-  be_.scatter_add_rows({rows, n, w, be_.device()}, send_index(), n, all.rows_range(0, plan_.owned));
+  be_.scatter_add_rows(smoothed(smooth, {rows, n, w, be_.device()}), send_index(), n,
+                       all.rows_range(0, plan_.owned));
 }
 
 void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool training) {
@@ -334,6 +357,10 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
       unpack_direct_halo(drecv, all);
     else
       unpack_halo(s.recv, all);
+    if (smoothing_ > 0.f && plan_.halo > 0) {  // the layer reads the average
+      const MatrixView halo_rows = all.rows_range(plan_.owned, plan_.owned + plan_.halo);
+      be_.copy(smoothed(&s, halo_rows), halo_rows);
+    }
   };
   if (!s.primed) {
     post();
@@ -402,17 +429,18 @@ void HaloExchanger::backward_begin(const MatrixView& all, int layer) {
 void HaloExchanger::backward_end(const MatrixView& all) {
   if (bwd_active_) {
     if (direct_)
-      add_direct_received(bwd_active_->dprev.data(), all);
+      add_direct_received(bwd_active_->dprev.data(), all, bwd_active_);
     else
-      add_received(bwd_active_->prev, all);
+      add_received(bwd_active_->prev, all, bwd_active_);
     bwd_active_ = nullptr;
     return;
   }
   finish_pending(pending_);
   if (direct_)
-    add_direct_received(dtype_ == HaloDtype::kF32 ? grad_stage_.data() : wire_recv_.data(), all);
+    add_direct_received(dtype_ == HaloDtype::kF32 ? grad_stage_.data() : wire_recv_.data(), all,
+                        nullptr);
   else
-    add_received(recv_buf_, all);
+    add_received(recv_buf_, all, nullptr);
 }
 
 void HaloExchanger::allreduce(double* data, std::int64_t n) {
@@ -428,6 +456,7 @@ void HaloExchanger::drain() {
       if (s) {
         finish_pending(s->pending);
         s->primed = false;
+        s->averaging = false;
       }
   bwd_active_ = nullptr;
 }

@@ -104,7 +104,8 @@ struct Buffer {
 // layer 0 sends no gradient back), then an evaluation forward. widths[l]: the row width layer l
 // exchanges; s: send-list rows; h: halo rows.
 std::int64_t exchange_peak(const std::vector<std::int64_t>& widths, bool static_first,
-                           std::int64_t s, std::int64_t h, bool bf16, int staleness) {
+                           std::int64_t s, std::int64_t h, bool bf16, int staleness,
+                           bool smoothing) {
   const std::int64_t es = bf16 ? 2 : 4;  // bytes of a value on the wire
   const std::size_t L = widths.size();
   Buffer send, recv, widened;  // send_buf_, recv_buf_, widened_
@@ -153,6 +154,10 @@ std::int64_t exchange_peak(const std::vector<std::int64_t>& widths, bool static_
   }
   for (std::size_t l = 0; l < L; ++l)
     if (!(l == 0 && static_first)) exact_forward(widths[l]);
+  // --halo-smoothing: each layer's moving averages (float, made in epoch 1, kept to the end):
+  // its halo rows forward, its owned rows' gradients backward (layer 0 sends none back).
+  if (smoothing && staleness > 0)
+    for (std::size_t l = 0; l < L; ++l) peak += (h + (l > 0 ? s : 0)) * widths[l] * 4;
   return peak;
 }
 }  // namespace
@@ -348,7 +353,8 @@ void gat_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
   est.gradients = kFloat * (all * top + all * max_heads + n * max_heads + n * widest_in + n * c);
   const bool exchanges = r.ranks > 1;
   if (exchanges)
-    est.exchange = exchange_peak(widths, false, r.send_rows, r.halo, m.halo_bf16, m.halo_staleness);
+    est.exchange = exchange_peak(widths, false, r.send_rows, r.halo, m.halo_bf16, m.halo_staleness,
+                                 m.halo_smoothing);
   est.weights = kFloat * (4 * params + (exchanges ? params : 0) + 2 * params);
 }
 
@@ -384,7 +390,8 @@ MemoryEstimate estimate_rank_memory(const RankShape& r, const ModelShape& m) {
     // A first layer that aggregates the features reuses A X after the first training epoch and
     // in evaluation (not under input dropout, which changes its input every epoch).
     const bool static_first = !layers[0].transform_first && !(m.input_dropout && drop);
-    est.exchange = exchange_peak(widths, static_first, s, r.halo, m.halo_bf16, m.halo_staleness);
+    est.exchange = exchange_peak(widths, static_first, s, r.halo, m.halo_bf16, m.halo_staleness,
+                                 m.halo_smoothing);
   }
 
   est.weights = weight_bytes(m, layers, exchanges);
@@ -411,6 +418,7 @@ ModelShape model_shape(const TrainOptions& o, bool multilabel, std::int64_t out)
   m.norm_features = o.norm_features;
   m.halo_bf16 = o.halo_dtype == HaloDtype::kBf16;
   m.halo_staleness = o.halo_staleness;
+  m.halo_smoothing = o.halo_smoothing > 0.f;
   m.predictions = !o.predictions_out.empty();
   return m;
 }

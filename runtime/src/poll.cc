@@ -15,7 +15,8 @@ void poll_until(const std::function<bool()>& poll, double timeout_s, const std::
     if (poll()) return;
     // Spin first (an exchange usually completes within microseconds), then sleep a little, so
     // a long wait (a slow peer) does not take a core from the rank's compute threads.
-    if (spin > 1000) std::this_thread::sleep_for(std::chrono::microseconds(spin > 20000 ? 200 : 20));
+    if (spin > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(spin > 20000 ? 200 : 20));
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > timeout_s) {

@@ -57,6 +57,10 @@ void TrainOptions::check() const {
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
   if (halo_staleness != 0 && halo_staleness != 1)
     throw ParamError("--halo-staleness must be 0 or 1");
+  if (!(halo_smoothing >= 0.f && halo_smoothing < 1.f))
+    throw ParamError("--halo-smoothing must be in [0, 1)");
+  if (halo_smoothing > 0.f && halo_staleness == 0)
+    throw ParamError("--halo-smoothing smooths stale halo rows: it needs --halo-staleness 1");
 }
 
 TrainOptions::Fault parse_fault(const std::string& spec) {

@@ -243,10 +243,13 @@ json trajectory_key(const TrainOptions& o, const std::string& dataset_fingerprin
 // in effect (one process exchanges nothing, so it has none).
 json exchange_record(const TrainOptions& o, const std::string& partition, int ranks) {
   const bool exchanges = ranks > 1;
-  return {{"ranks", ranks},
-          {"partition", partition},
-          {"halo_dtype", exchanges ? to_string(o.halo_dtype) : "f32"},
-          {"halo_staleness", exchanges ? o.halo_staleness : 0}};
+  json r = {{"ranks", ranks},
+            {"partition", partition},
+            {"halo_dtype", exchanges ? to_string(o.halo_dtype) : "f32"},
+            {"halo_staleness", exchanges ? o.halo_staleness : 0}};
+  // Only when used, so the records of every earlier run stay what they were.
+  if (exchanges && o.halo_smoothing > 0.f) r["halo_smoothing"] = o.halo_smoothing;
+  return r;
 }
 
 // What to tell the user when a checkpoint resumes with another exchange than it was written

@@ -169,8 +169,9 @@ void place(RankRun& k) {
     k.train_dev = DeviceArray<NodeId>(k.split->train.data(), k.split->train.size());
   }
   if (k.ranks > 1)
-    k.exch = std::make_unique<HaloExchanger>(k.comms.exchange(k.comm), *k.be, d.plan,
-                                             opt.halo_dtype, opt.halo_staleness);
+    k.exch =
+        std::make_unique<HaloExchanger>(k.comms.exchange(k.comm), *k.be, d.plan, opt.halo_dtype,
+                                        opt.halo_staleness, opt.halo_smoothing);
   k.ctx.exchange = k.exch.get();
   k.ctx.static_input = true;  // x is the dataset's features for the whole run
 }

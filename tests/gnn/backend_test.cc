@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 
 #include "halo/gnn/graph_op.h"
 #include "halo/gnn/metrics.h"
@@ -442,6 +443,27 @@ TEST(CpuBackend, ElementwiseAndReductions) {
   be.scatter_add_rows(G.view(), idx.data(), 4, S.view());
   EXPECT_FLOAT_EQ(S.at(5, 7), 2 * X.at(5, 7));
   EXPECT_EQ(S.at(1, 7), 0.f);
+}
+
+// smooth: one step of an exponential moving average, avg = g avg + (1 - g) x, per element (in
+// double here: the float result is within a rounding or two); g = 0 takes x, aliasing is refused.
+TEST(CpuBackend, SmoothIsOneStepOfAMovingAverage) {
+  Backend& be = cpu_backend();
+  const Matrix X = random_matrix(211, 19, 3), A0 = random_matrix(211, 19, 4);
+  for (float g : {0.f, 0.5f, 0.9f, 0.99f}) {
+    Matrix A = A0;
+    be.smooth(X.view(), g, A.view());
+    for (std::int64_t i = 0; i < X.size(); ++i) {
+      const double want = double(g) * A0.data()[i] + (1.0 - double(g)) * X.data()[i];
+      ASSERT_NEAR(A.data()[i], want, 3e-7 * (std::abs(want) + 1)) << "gamma " << g << " at " << i;
+      if (g == 0.f) {
+        ASSERT_EQ(A.data()[i], X.data()[i]);
+      }
+    }
+  }
+  Matrix A = A0;
+  EXPECT_THROW(be.smooth(A.view(), 0.5f, A.view()), std::logic_error);
+  EXPECT_THROW(be.smooth(X.view(), 0.5f, Matrix(3, 3).view()), std::logic_error);
 }
 
 // The bfloat16 nearest to finite x (|x| < 1e38), ties to even, from the two candidates around x

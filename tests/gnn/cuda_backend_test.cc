@@ -537,6 +537,12 @@ TEST_F(CudaBackendTest, ElementwiseOpsMatchCpu) {
     gpu.copy(dS.view(), dG.view());
     expect_bitwise(dG.to_host(), G.storage(), "copy" + w);
 
+    const Matrix A = host_matrix(rows, f, 11);
+    Matrix cA = A, dA = upload(A);
+    cpu.smooth(S.view(), 0.9f, cA.view());
+    gpu.smooth(dS.view(), 0.9f, dA.view());
+    expect_close(dA.to_host(), cA.storage(), 1e-6, 1e-6, "smooth" + w);
+
     for (float v : {0.f, -0.f, 2.5f}) {
       cpu.fill(G.view(), v);
       gpu.fill(dG.view(), v);

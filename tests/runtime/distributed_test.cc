@@ -643,7 +643,8 @@ std::vector<json> sage_on_four_ranks(const fs::path& dir, const std::string& nam
 // same arithmetic in the same order, so the same losses bit for bit and the same bytes.
 TEST(Distributed, TheDirectExchangePathTrainsBitForBitLikeTheStagedOne) {
   for (const std::string saver :
-       {"", "--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1"}) {
+       {"", "--halo-dtype bf16", "--halo-staleness 1", "--halo-dtype bf16 --halo-staleness 1",
+        "--halo-staleness 1 --halo-smoothing 0.9"}) {
     TempDir t;
     const std::string args = "--epochs 8 --eval-every 2 --runs 2 " + saver;
     const auto ls = sage_on_four_ranks(t.path(), "staged", "", args);
@@ -659,6 +660,36 @@ TEST(Distributed, TheDirectExchangePathTrainsBitForBitLikeTheStagedOne) {
     }
     EXPECT_GE(compared, 8) << saver;
   }
+}
+
+// --halo-smoothing on 4 CPU ranks: GAMMA 0 is plain staleness bit for bit (no smoothing runs);
+// GAMMA 0.9 changes the trajectory after the rows first differ (epoch 3: epochs 1 and 2 get the
+// same rows) and gives the same bits run after run.
+TEST(Distributed, HaloSmoothingIsDeterministicAndZeroIsPlainStaleness) {
+  TempDir t;
+  const std::string args = "--epochs 8 --halo-staleness 1";
+  const auto plain = sage_on_four_ranks(t.path(), "plain", "", args);
+  const auto zero = sage_on_four_ranks(t.path(), "zero", "", args + " --halo-smoothing 0");
+  const auto s1 = sage_on_four_ranks(t.path(), "s1", "", args + " --halo-smoothing 0.9");
+  const auto s2 = sage_on_four_ranks(t.path(), "s2", "", args + " --halo-smoothing 0.9");
+  const auto ep = epochs(plain), ez = epochs(zero), e1 = epochs(s1), e2 = epochs(s2);
+  ASSERT_EQ(ep.size(), 8u);
+  ASSERT_EQ(ez.size(), 8u);
+  ASSERT_EQ(e1.size(), 8u);
+  ASSERT_EQ(e2.size(), 8u);
+  int differ = 0;
+  for (const auto& [e, r] : ep) {
+    EXPECT_EQ(r["loss"], ez.at(e)["loss"]) << "epoch " << e;
+    EXPECT_EQ(e1.at(e)["loss"], e2.at(e)["loss"]) << "epoch " << e;
+    if (e1.at(e)["loss"] != r["loss"]) ++differ;
+  }
+  EXPECT_GE(differ, 5) << "smoothing changed nothing";
+  const Result bad =
+      shell(halo() + " train " + data("cora").string() + " --halo-smoothing 0.5", t / "bad");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--halo-smoothing smooths stale halo rows: it needs --halo-staleness 1"),
+            std::string::npos)
+      << bad.out;
 }
 
 TEST(Distributed, MismatchedRankCountIsAClearError) {
@@ -731,13 +762,33 @@ TEST(HaloExchange, Bfloat16RoundsToNearestEven) {
 // for 3 training epochs with new rows and gradients each: forward must fill the halo rows with
 // exactly those rows (bf16: rounded to nearest even), and backward must add the halo rows'
 // gradients into the owned rows they came from, in send order. With staleness 1, epoch t > 1
-// gets epoch t - 1's rows and gradients instead (epoch 1 its own). `comm` moves the bytes (the
-// local communicator in host memory, NCCL in device memory).
-void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype, int staleness) {
+// gets epoch t - 1's rows and gradients instead (epoch 1 its own). With smoothing GAMMA > 0 the
+// halo rows are the moving average of the rows delivered so far, and the gradients added the
+// moving average of the gradients delivered (halo_exchange.h's recurrence, computed here
+// directly; within float roundings). `comm` moves the bytes (the local communicator in host
+// memory, NCCL in device memory).
+void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype, int staleness,
+                                float smoothing = 0.f) {
   const std::string what = std::string(be.name()) + "/" + comm.name() +
                            (dtype == HaloDtype::kBf16 ? " bf16" : " f32") + " staleness " +
-                           std::to_string(staleness);
-  const std::int64_t owned = 6, halo = 4, w = 37, epochs = 3;
+                           std::to_string(staleness) + " smoothing " + std::to_string(smoothing);
+  // Bitwise without smoothing (-0 vs 0, NaN payloads count); within roundings with it.
+  auto same = [&](float got, float want) {
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise on purpose
+    if (smoothing == 0.f) return std::memcmp(&got, &want, 4) == 0;
+    return std::abs(got - want) <= 1e-5f * (std::abs(want) + 1.f);
+  };
+  // The moving average of what was delivered, as halo_exchange.h states it.
+  auto fold = [&](std::vector<float>& avg, const std::vector<float>& d, std::int64_t t) {
+    if (t == 1) {
+      avg = d;
+      return;
+    }
+    for (std::size_t i = 0; i < d.size(); ++i)
+      avg[i] = float(double(smoothing) * avg[i] + (1.0 - double(smoothing)) * d[i]);
+  };
+  std::vector<float> row_avg, grad_avg;
+  const std::int64_t owned = 6, halo = 4, w = 37, epochs = 4;
   const std::vector<EdgeId> send_offsets = {0, 4}, recv_offsets = {0, 4};
   const std::vector<NodeId> send = {5, 0, 3, 3};
   HaloPlanView plan;
@@ -760,7 +811,7 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
     return g;
   };
   Matrix all(owned + halo, w, 0.f, be.device());
-  HaloExchanger x(comm, be, plan, dtype, staleness);
+  HaloExchanger x(comm, be, plan, dtype, staleness, smoothing);
   for (std::int64_t t = 1; t <= epochs; ++t) {
     const std::int64_t delivered = staleness && t > 1 ? t - 1 : t;  // whose rows arrive this epoch
     std::vector<float> rows = owned_rows(t);
@@ -770,12 +821,16 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
     x.forward_end();
     std::vector<float> got = all.to_host();
     const std::vector<float> sent = owned_rows(delivered);
+    std::vector<float> d(static_cast<std::size_t>(halo * w));
+    for (std::int64_t i = 0; i < halo; ++i)
+      for (std::int64_t c = 0; c < w; ++c)
+        d[std::size_t(i * w + c)] = narrow(sent[std::size_t(send[std::size_t(i)] * w + c)]);
+    if (smoothing > 0.f) fold(row_avg, d, t);
     for (std::int64_t i = 0; i < halo; ++i)
       for (std::int64_t c = 0; c < w; ++c) {
-        const float want = narrow(sent[std::size_t(send[std::size_t(i)] * w + c)]);
-        // Bitwise on purpose (-0 vs 0, NaN payloads).
-        // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
-        ASSERT_EQ(std::memcmp(&got[std::size_t((owned + i) * w + c)], &want, 4), 0)
+        const float want =
+            smoothing > 0.f ? row_avg[std::size_t(i * w + c)] : d[std::size_t(i * w + c)];
+        ASSERT_TRUE(same(got[std::size_t((owned + i) * w + c)], want))
             << what << ", epoch " << t << ": halo row " << i << " column " << c << ": "
             << got[std::size_t((owned + i) * w + c)] << " vs " << want;
       }
@@ -788,13 +843,17 @@ void expect_self_exchange_exact(Communicator& comm, Backend& be, HaloDtype dtype
     x.backward_end(all.view());
     got = all.to_host();
     std::vector<float> want(rows.begin(), rows.begin() + owned * w);
-    const std::vector<float> back = halo_grads(delivered);
+    std::vector<float> back = halo_grads(delivered);
+    for (float& v : back) v = narrow(v);
+    if (smoothing > 0.f) {
+      fold(grad_avg, back, t);
+      back = grad_avg;
+    }
     for (std::int64_t i = 0; i < halo; ++i)
       for (std::int64_t c = 0; c < w; ++c)
-        want[std::size_t(send[std::size_t(i)] * w + c)] += narrow(back[std::size_t(i * w + c)]);
+        want[std::size_t(send[std::size_t(i)] * w + c)] += back[std::size_t(i * w + c)];
     for (std::int64_t i = 0; i < owned * w; ++i)
-      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise on purpose
-      ASSERT_EQ(std::memcmp(&got[std::size_t(i)], &want[std::size_t(i)], 4), 0)
+      ASSERT_TRUE(same(got[std::size_t(i)], want[std::size_t(i)]))
           << what << ", epoch " << t << ": owned element " << i << ": " << got[std::size_t(i)]
           << " vs " << want[std::size_t(i)];
   }
@@ -864,6 +923,19 @@ TEST(HaloExchange, ASelfPlanMovesExactlyTheRowsAndGradients) {
       expect_self_exchange_exact(direct, cpu_backend(), dtype,
                                  staleness);  // NCCL's path, bytes late
     }
+  // Smoothed stale rows and gradients: the recurrence, on every path.
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+    for (Communicator* c : std::initializer_list<Communicator*>{&local, &host, &direct})
+      expect_self_exchange_exact(*c, cpu_backend(), dtype, 1, 0.75f);
+  // Smoothing needs stale rows and a GAMMA in [0, 1) (a plan that is otherwise fine).
+  const std::vector<EdgeId> none = {0, 0};
+  HaloPlanView empty;
+  empty.k = 1;
+  empty.send_offsets = empty.recv_offsets = none.data();
+  EXPECT_NO_THROW(HaloExchanger(local, cpu_backend(), empty, HaloDtype::kF32, 1, 0.5f));
+  EXPECT_THROW(HaloExchanger(local, cpu_backend(), empty, HaloDtype::kF32, 0, 0.5f), ParamError);
+  EXPECT_THROW(HaloExchanger(local, cpu_backend(), empty, HaloDtype::kF32, 1, 1.f), ParamError);
+  EXPECT_THROW(HaloExchanger(local, cpu_backend(), empty, HaloDtype::kF32, 1, -0.1f), ParamError);
 }
 
 }  // namespace

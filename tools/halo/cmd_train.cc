@@ -68,7 +68,7 @@ Action add_train(CLI::App& app) {
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10,
         staleness = 0, heads = 1, out_heads = 1;
     std::int64_t hidden = 16;
-    float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f, attn_dropout = 0.f;
+    float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f, attn_dropout = 0.f, smoothing = 0.f;
     bool residual = false, batch_norm = false, norm_features = false, input_dropout = false,
          resume = false, quiet = false, profile = false, dry_run = false;
     std::uint64_t seed = 0;
@@ -176,6 +176,11 @@ Action add_train(CLI::App& app) {
                        "exchange (PipeGCN)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_staleness = a->staleness; });
+  over(cmd->add_option("--halo-smoothing", a->smoothing,
+                       "GAMMA in [0, 1) with --halo-staleness 1: use the moving average of the "
+                       "stale halo rows and gradients (PipeGCN-F/G; 0 = none)")
+           ->capture_default_str(),
+       [a](TrainOptions& t) { t.halo_smoothing = a->smoothing; });
   cmd->add_flag(
       "--dry-run", a->dry_run,
       "Print every rank's predicted peak memory (from the parts' sizes) and exit without training");

@@ -156,6 +156,10 @@ class Backend {
   void add(const MatrixView& src, const MatrixView& dst);
   // dst = src (same shape).
   void copy(const MatrixView& src, const MatrixView& dst);
+  // avg = gamma * avg + (1 - gamma) * x, elementwise (same shape): one step of an exponential
+  // moving average (smoothed stale halo rows and gradients), in float; deterministic (the GPU
+  // may differ from the CPU by a rounding: it may fuse a product into the sum).
+  void smooth(const MatrixView& x, float gamma, const MatrixView& avg);
   // Every element of X = v.
   void fill(const MatrixView& X, float v);
   // dst[i] = to_bf16(src[i]) for i < n (bf16.h: nearest even, NaN kept), both in this backend's
@@ -256,6 +260,7 @@ class Backend {
                                    const MatrixView& dst) = 0;
   virtual void do_add(const MatrixView& src, const MatrixView& dst) = 0;
   virtual void do_copy(const MatrixView& src, const MatrixView& dst) = 0;
+  virtual void do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) = 0;
   virtual void do_fill(const MatrixView& X, float v) = 0;
   virtual void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
   virtual void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;

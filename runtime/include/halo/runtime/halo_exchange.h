@@ -11,6 +11,11 @@
 // Two opt-in savers trade exactness for speed: a bfloat16 payload (half the bytes) and
 // staleness 1 (PipeGCN: a training exchange of epoch t delivers its rows at epoch t + 1, so the
 // whole exchange overlaps an epoch of compute; epoch 1 is exact). Evaluation is always exact.
+// Stale rows may be smoothed (PipeGCN-F/G, --halo-smoothing GAMMA): per layer, the halo rows a
+// layer uses are the moving average of the stale rows delivered so far,
+//   avg_1 = d_1,  avg_t = GAMMA * avg_{t-1} + (1 - GAMMA) * d_t,
+// and likewise the gradients added into the owned rows are the moving average of the stale
+// gradients delivered; GAMMA = 0 is plain staleness (no smoothing runs at all).
 //
 // With the CUDA backend the rows are packed, narrowed to bf16 and widened again on the GPU. Over
 // NCCL they travel from device memory to device memory (exact or stale: each stale layer keeps
@@ -47,9 +52,10 @@ struct ExchangeStats {
 
 class HaloExchanger final : public Exchanger {
  public:
-  // staleness: 0 (exact) or 1. The plan's arrays must outlive the exchanger.
+  // staleness: 0 (exact) or 1; smoothing: GAMMA in [0, 1), above 0 only with staleness 1. The
+  // plan's arrays must outlive the exchanger.
   HaloExchanger(Communicator& comm, Backend& be, const HaloPlanView& plan, HaloDtype dtype,
-                int staleness);
+                int staleness, float smoothing = 0.f);
   ~HaloExchanger() override;
 
   void forward_begin(const MatrixView& all, int layer, bool training) override;
@@ -83,16 +89,20 @@ class HaloExchanger final : public Exchanger {
   // The send list in the backend's memory.
   const NodeId* send_index() const { return send_dev_ ? send_dev_->data() : plan_.send; }
   void unpack_direct_halo(const void* payload, const MatrixView& all);
-  void add_direct_received(const void* payload, const MatrixView& all);
+  void add_direct_received(const void* payload, const MatrixView& all, Slot* smooth);
   void finish_pending(std::unique_ptr<Pending>& p);
   void unpack_halo(const std::vector<char>& recv, const MatrixView& all);
-  void add_received(const std::vector<char>& recv, const MatrixView& all);
+  void add_received(const std::vector<char>& recv, const MatrixView& all, Slot* smooth);
+  // With smoothing: folds rows into the slot's moving average (the first rows start it) and
+  // returns the average; without, rows themselves.
+  MatrixView smoothed(Slot* s, const MatrixView& rows);
 
   Communicator& comm_;
   Backend& be_;
   HaloPlanView plan_;
   HaloDtype dtype_;
   int staleness_;
+  float smoothing_;
   ExchangeStats stats_;
   std::unique_ptr<Pending> pending_,
       pending_next_;  // the exact exchange in flight; the one just posted

@@ -65,9 +65,10 @@ struct ModelShape {
   bool multilabel = false;
   float dropout = 0.5f;
   bool input_dropout = false, batch_norm = false, norm_features = false;
-  bool halo_bf16 = false;    // --halo-dtype bf16
-  int halo_staleness = 0;    // --halo-staleness
-  bool predictions = false;  // --predictions-out
+  bool halo_bf16 = false;       // --halo-dtype bf16
+  int halo_staleness = 0;       // --halo-staleness
+  bool halo_smoothing = false;  // --halo-smoothing above 0
+  bool predictions = false;     // --predictions-out
 };
 
 // Bytes per term; total() is the predicted peak resident set of the rank.

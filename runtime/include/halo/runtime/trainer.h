@@ -53,6 +53,9 @@ struct TrainOptions {
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
   int halo_staleness = 0;  // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
+  // GAMMA in [0, 1): stale halo rows and gradients become their moving average (PipeGCN-F/G;
+  // halo_exchange.h); 0 = plain staleness. Needs halo_staleness 1.
+  float halo_smoothing = 0.f;
   // Testing aid (HALO_INJECT_FAULT=RANK:EPOCH[:throw|kill|hang|alloc]): that rank fails at the
   // start of that epoch, to prove a failure ends the whole job.
   struct Fault {
