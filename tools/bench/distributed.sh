@@ -5,7 +5,8 @@
 # 2 threads measured in the same run; then the communication savers (bf16 payload, staleness 1):
 # their time on that graph, and their accuracy on a harder generated graph of the same size
 # (homophily 0.5, feature noise 6: the exact run does not saturate) over 4 random parts, the
-# most halo-heavy case. Prints two tables; logs stay in WORKDIR/dist. A run whose log already
+# most halo-heavy case, and 2 METIS parts; stale rows also smoothed (--halo-smoothing, GAMMA from
+# $SMOOTHING, default 0.95). Prints two tables; logs stay in WORKDIR/dist. A run whose log already
 # ends with a summary is not repeated (delete WORKDIR/dist to measure afresh).
 #
 #   tools/bench/distributed.sh [WORKDIR] [EPOCHS]
@@ -52,12 +53,14 @@ for m in metis random; do
   done
 done
 run hard-one-process "$bin/halo" train "$hard" "${common[@]}" --threads 2
-for saver in "exact:" "bf16:--halo-dtype bf16" "stale:--halo-staleness 1" "bf16-stale:--halo-dtype bf16 --halo-staleness 1"; do
+smooth=${SMOOTHING:-0.95}  # --halo-smoothing's GAMMA for the smoothed stale runs
+for saver in "exact:" "bf16:--halo-dtype bf16" "stale:--halo-staleness 1" "bf16-stale:--halo-dtype bf16 --halo-staleness 1" \
+  "stale-smooth:--halo-staleness 1 --halo-smoothing $smooth"; do
   # shellcheck disable=SC2086
   run "hard-random-4-${saver%%:*}" mpirun --oversubscribe --bind-to none -np 4 "$bin/halo" train \
     "$work/dist/hard-random-4" "${common[@]}" --threads 1 ${saver#*:}
 done
-for saver in "exact:" "stale:--halo-staleness 1"; do
+for saver in "exact:" "stale:--halo-staleness 1" "stale-smooth:--halo-staleness 1 --halo-smoothing $smooth"; do
   # shellcheck disable=SC2086
   run "hard-metis-2-${saver%%:*}" mpirun --oversubscribe --bind-to none -np 2 "$bin/halo" train \
     "$work/dist/hard-metis-2" "${common[@]}" --threads 1 ${saver#*:}
@@ -81,8 +84,8 @@ for n in names:
 print()
 print("accuracy of the savers on the harder graph (4 random parts; 2 METIS parts)")
 print(f"{'run':28}{'halo MB/ep':>11}{'best valid':>11}{'test':>8}{'final loss':>11}")
-for n in ["hard-one-process"] + [f"hard-random-4-{s}" for s in ("exact", "bf16", "stale", "bf16-stale")] + \
-         [f"hard-metis-2-{s}" for s in ("exact", "stale")]:
+for n in ["hard-one-process"] + [f"hard-random-4-{s}" for s in ("exact", "bf16", "stale", "bf16-stale", "stale-smooth")] + \
+         [f"hard-metis-2-{s}" for s in ("exact", "stale", "stale-smooth")]:
     s = summary(n)
     loss = [json.loads(l) for l in open(f"{w}/{n}.jsonl")][-2]["loss"]
     print(f"{n:28}{s.get('halo_bytes_per_epoch', 0)/1e6:11.1f}{s['valid_mean']:11.4f}{s['test_mean']:8.4f}{loss:11.4f}")
