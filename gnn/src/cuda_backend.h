@@ -129,22 +129,27 @@ class CudaBackend final : public Backend {
   void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) override;
 
   // SpMM state (spmm_cuda.cu). An operator: one view of an upload (storage id, pointers,
-  // shape; a row slice is its own operator), prepared once for every width: int32 offsets,
-  // 16-byte aligned indices and values (a copy when the view's are not), the cuSPARSE
-  // descriptor. A width plan: the kernel it runs, why, and cuSPARSE's work buffer.
+  // shape; a row slice is its own operator), prepared once for every width: int32 offsets and
+  // 16-byte aligned indices and values (a copy when the view's are not). A width plan: the
+  // kernel it runs, why, and, for cuSPARSE, its own descriptor (cuSPARSE does not document
+  // that preprocess leaves the descriptor untouched, so widths never share one) and work buffer.
   struct SpmmWidthPlan {
     SpmmKernel kernel = SpmmKernel::kAlg3;
-    std::string label;      // the counts' key: "alg3", "own (width 1)", ...
-    bool prepared = false;  // bufferSize and preprocess done (on the first aligned call)
+    std::string label;                        // the counts' key: "alg3", "own (width 1)", ...
+    cusparseConstSpMatDescr_t mat = nullptr;  // this width's descriptor (cuSPARSE plans)
+    bool prepared = false;  // bufferSize and preprocess succeeded (on the first aligned call)
     DeviceBuffer work;      // cuSPARSE's external buffer
+    SpmmWidthPlan() = default;
+    SpmmWidthPlan(const SpmmWidthPlan&) = delete;
+    SpmmWidthPlan& operator=(const SpmmWidthPlan&) = delete;
+    ~SpmmWidthPlan();
   };
   struct SpmmOperator {
-    cusparseConstSpMatDescr_t mat = nullptr;  // made with the first cuSPARSE width plan
-    DeviceBuffer offsets32;                   // offsets - offsets[0], rows + 1 entries
-    DeviceBuffer aligned;                     // indices then values, when the view's are unaligned
-    const NodeId* indices = nullptr;          // A.indices + offsets[0] (or the aligned copy)
-    const float* values = nullptr;            // A.values + offsets[0] (or the aligned copy)
-    const NodeId* view_indices = nullptr;     // A.indices + offsets[0], as the view has them
+    DeviceBuffer offsets32;                // offsets - offsets[0], rows + 1 entries
+    DeviceBuffer aligned;                  // indices then values, when the view's are unaligned
+    const NodeId* indices = nullptr;       // A.indices + offsets[0] (or the aligned copy)
+    const float* values = nullptr;         // A.values + offsets[0] (or the aligned copy)
+    const NodeId* view_indices = nullptr;  // A.indices + offsets[0], as the view has them
     const float* view_values = nullptr;
     std::int64_t nnz = 0;
     std::map<std::int64_t, std::unique_ptr<SpmmWidthPlan>> widths;
@@ -160,7 +165,7 @@ class CudaBackend final : public Backend {
   SpmmOperator& spmm_operator(const SparseView& A);
   SpmmWidthPlan& spmm_width_plan(SpmmOperator& op, const SparseView& A, std::int64_t width);
   // bufferSize and preprocess for a cuSPARSE width plan (X, Y: the first aligned call's).
-  void spmm_prepare(SpmmOperator& op, SpmmWidthPlan& plan, const SparseView& A, const MatrixView& X,
+  void spmm_prepare(SpmmWidthPlan& plan, const SparseView& A, const MatrixView& X,
                     const MatrixView& Y);
   void spmm_own_kernel(const SpmmOperator& op, const SparseView& A, const MatrixView& X,
                        const MatrixView& Y);

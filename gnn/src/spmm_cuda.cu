@@ -22,17 +22,19 @@
 // a row) and operators with 2^31 or more nonzeros are rejected with ParamError.
 //
 // Plans: an operator (one view of an upload: its storage_id, every pointer the descriptor holds
-// and the shape) is prepared once: rebased int32 offsets, the descriptor, and a 16-byte aligned
-// copy of its indices and values when the view's are not (a row slice starts at offsets[0]).
-// Each dense width then has its own small plan: the kernel, and cuSPARSE's work buffer,
-// preprocessed on the first call whose dense operands are aligned. Row slices of a bigger CSR
-// (offsets shifted, offsets[0] != 0, indices and values not) are rebased: offsets - offsets[0]
-// over indices + offsets[0], values + offsets[0]; the offsets' ends are read once per operator
-// (SparseView::nnz() would dereference device memory on the host). The storage_id (unique per
-// upload, see sparse.h) means an operator allocated where a freed one lived never meets the
-// old state, and the upload's release (a storage release hook) frees its operators' state with
-// it. All of it is allocated through device_alloc, so it is part of the peak the trainer
-// reports (peak_gpu_mb).
+// and the shape) is prepared once: rebased int32 offsets and a 16-byte aligned copy of its
+// indices and values when the view's are not (a row slice starts at offsets[0]). Each dense
+// width then has its own plan: the kernel and, for cuSPARSE, its own descriptor over those
+// arrays (a host-side object; cuSPARSE does not document that preprocess leaves a descriptor
+// as it was, and training alternates widths on one operator) and work buffer, preprocessed on
+// the first call whose dense operands are aligned; a plan whose setup throws is dropped. Row slices
+// of a bigger CSR (offsets shifted, offsets[0] != 0, indices and values not) are rebased: offsets -
+// offsets[0] over indices + offsets[0], values + offsets[0]; the offsets' ends are read once per
+// operator (SparseView::nnz() would dereference device memory on the host). The storage_id (unique
+// per upload, see sparse.h) means an operator allocated where a freed one lived never meets the old
+// state, and the upload's release (a storage release hook) frees its operators' state with it. All
+// of it is allocated through device_alloc, so it is part of the peak the trainer reports
+// (peak_gpu_mb).
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -151,9 +153,11 @@ cusparseSpMMAlg_t cusparse_alg(SpmmKernel k) {
 
 }  // namespace
 
-CudaBackend::SpmmOperator::~SpmmOperator() {
+CudaBackend::SpmmWidthPlan::~SpmmWidthPlan() {
   if (mat) cusparseDestroySpMat(mat);
 }
+
+CudaBackend::SpmmOperator::~SpmmOperator() = default;
 
 CudaBackend::SpmmOperator& CudaBackend::spmm_operator(const SparseView& A) {
   const SpmmKey key{A.storage_id, A.offsets, A.indices, A.values, A.rows, A.cols};
@@ -212,27 +216,25 @@ CudaBackend::SpmmWidthPlan& CudaBackend::spmm_width_plan(SpmmOperator& op, const
       op.indices = reinterpret_cast<const NodeId*>(buf);
       op.values = reinterpret_cast<const float*>(buf + vat);
     }
-    if (!op.mat)
-      HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(
-          &op.mat, A.rows, A.cols, op.nnz, op.offsets32.get(), op.indices, op.values,
-          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    HALO_CUSPARSE_CHECK(cusparseCreateConstCsr(
+        &plan->mat, A.rows, A.cols, op.nnz, op.offsets32.get(), op.indices, op.values,
+        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
   }
   SpmmWidthPlan& ref = *plan;
   op.widths.emplace(width, std::move(plan));
   return ref;
 }
 
-void CudaBackend::spmm_prepare(SpmmOperator& op, SpmmWidthPlan& plan, const SparseView& A,
-                               const MatrixView& X, const MatrixView& Y) {
-  plan.prepared = true;
+void CudaBackend::spmm_prepare(SpmmWidthPlan& plan, const SparseView& A, const MatrixView& X,
+                               const MatrixView& Y) {
   const ConstDense x(X);
   const Dense y(Y);
   const float alpha = 1.f, beta = 0.f;
   const cusparseSpMMAlg_t alg = cusparse_alg(plan.kernel);
   std::size_t bytes = 0;
   const cusparseStatus_t st = cusparseSpMM_bufferSize(
-      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, op.mat,
-      x.d, &beta, y.d, CUDA_R_32F, alg, &bytes);
+      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+      plan.mat, x.d, &beta, y.d, CUDA_R_32F, alg, &bytes);
   if (declined(st, SpmmStage::kBufferSize, spmm_settings_, "cusparseSpMM_bufferSize", A.rows,
                X.cols, plan.label)) {
     plan.kernel = SpmmKernel::kOwn;
@@ -240,12 +242,15 @@ void CudaBackend::spmm_prepare(SpmmOperator& op, SpmmWidthPlan& plan, const Spar
   }
   void* work = plan.work.reserve(bytes, stream_);
   const cusparseStatus_t pre = cusparseSpMM_preprocess(
-      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, op.mat,
-      x.d, &beta, y.d, CUDA_R_32F, alg, work);
+      cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+      plan.mat, x.d, &beta, y.d, CUDA_R_32F, alg, work);
   check_launch("cusparseSpMM_preprocess");
   if (declined(pre, SpmmStage::kPreprocess, spmm_settings_, "cusparseSpMM_preprocess", A.rows,
-               X.cols, plan.label))
+               X.cols, plan.label)) {
     plan.kernel = SpmmKernel::kOwn;
+    return;
+  }
+  plan.prepared = true;  // only now: a plan whose setup threw is made again on the next call
 }
 
 void CudaBackend::spmm_own_kernel(const SpmmOperator& op, const SparseView& A, const MatrixView& X,
@@ -283,14 +288,21 @@ void CudaBackend::do_spmm(const SparseView& A, const MatrixView& X, const Matrix
     ++spmm_counts_["own (unaligned dense operand)"];
     return;
   }
-  if (plan.kernel != SpmmKernel::kOwn && !plan.prepared) spmm_prepare(op, plan, A, X, Y);
+  if (plan.kernel != SpmmKernel::kOwn && !plan.prepared) {
+    try {
+      spmm_prepare(plan, A, X, Y);
+    } catch (...) {
+      op.widths.erase(f);  // no half-made plan stays behind for the next call
+      throw;
+    }
+  }
   if (plan.kernel != SpmmKernel::kOwn) {
     const ConstDense x(X);
     const Dense y(Y);
     const float alpha = 1.f, beta = 0.f;
     const cusparseStatus_t st = cusparseSpMM(
         cusparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-        op.mat, x.d, &beta, y.d, CUDA_R_32F, cusparse_alg(plan.kernel), plan.work.get());
+        plan.mat, x.d, &beta, y.d, CUDA_R_32F, cusparse_alg(plan.kernel), plan.work.get());
     check_launch("cusparseSpMM");
     if (!declined(st, SpmmStage::kCall, spmm_settings_, "cusparseSpMM", A.rows, f, plan.label)) {
       ++spmm_counts_[plan.label];

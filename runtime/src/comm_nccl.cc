@@ -15,8 +15,12 @@
 // on the other, so the all-reduce never queues behind a stale exchange still in flight (stale
 // halos span an epoch) and its time is its own. Both are made from their own unique id (made
 // by rank 0, broadcast over the bootstrap MPI communicator) rather than ncclCommSplit, which
-// needs NCCL 2.18. Every rank issues the same exchanges and all-reduces in the same order (the
-// trainer is SPMD), which is what NCCL asks of communicators used concurrently.
+// needs NCCL 2.18. NCCL's guide warns that operations of two communicators running at once can
+// deadlock when their kernels cannot all be resident together; every rank issues the same
+// exchanges and all-reduces in the same order (the trainer is SPMD), which avoids the
+// cross-order case, and one GPU per rank leaves room for a halo exchange's and an all-reduce's
+// kernels. Should a run hang there anyway, HALO_NCCL_SERIAL=1 orders each all-reduce after the
+// exchanges queued before it (the old behaviour: no overlap of the two).
 //
 // Nothing else waits for NCCL's streams: posts are ordered after the backend's work by an event
 // (recorded on the legacy default stream, which follows every blocking stream: the backend's),
@@ -28,6 +32,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "halo/gnn/cuda_check.h"
@@ -204,11 +209,16 @@ class NcclCommunicator final : public ForwardingCommunicator {
         check_started(api.get_unique_id(&id), "ncclGetUniqueId", __FILE__, __LINE__);
     boot.broadcast(ids, sizeof ids, 0);
     HALO_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    HALO_CUDA_CHECK(cudaEventCreateWithFlags(&rows_done_, cudaEventDisableTiming));
+    const char* serial = std::getenv("HALO_NCCL_SERIAL");
+    serial_ = serial && std::string(serial) == "1";
     unwind_hook_ = add_unwind_hook([this] { state_.abort_once(); });
     try {
       init(state_.rows, ids[0], "NCCL init (halo rows)");
       init(state_.grads, ids[1], "NCCL init (gradients)");
     } catch (...) {
+      // Abort, not finalize: a finalize would wait for peers that may still be in init.
+      state_.abort_once();
       teardown();
       throw;
     }
@@ -225,10 +235,19 @@ class NcclCommunicator final : public ForwardingCommunicator {
     if (state_.aborted) throw SystemError("halo exchange (NCCL): the communicator was aborted");
     after_backend_work(l.stream);
     HALO_NCCL_START(api.group_start());
-    for (const PeerBlock& b : recvs)
-      if (b.bytes) HALO_NCCL_START(api.recv(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
-    for (const PeerBlock& b : sends)
-      if (b.bytes) HALO_NCCL_START(api.send(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
+    try {
+      for (const PeerBlock& b : recvs)
+        if (b.bytes)
+          HALO_NCCL_START(api.recv(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
+      for (const PeerBlock& b : sends)
+        if (b.bytes)
+          HALO_NCCL_START(api.send(b.data, b.bytes, ncclUint8, b.peer, l.comm, l.stream));
+    } catch (...) {
+      // Close the group (an abort inside an open group is only queued), then end NCCL.
+      api.group_end();
+      state_.abort_once();
+      throw;
+    }
     HALO_NCCL_START(api.group_end());
     state_.wait_ready(l.comm, "halo exchange (NCCL)");  // queued on the stream
     return std::make_unique<NcclPending>(record(l.stream), state_, l.comm, "halo exchange (NCCL)");
@@ -240,6 +259,10 @@ class NcclCommunicator final : public ForwardingCommunicator {
     if (state_.aborted)
       throw SystemError("gradient all-reduce (NCCL): the communicator was aborted");
     after_backend_work(l.stream);
+    if (serial_) {  // HALO_NCCL_SERIAL=1: after the exchanges queued so far, too
+      HALO_CUDA_CHECK(cudaEventRecord(rows_done_, state_.rows.stream));
+      HALO_CUDA_CHECK(cudaStreamWaitEvent(l.stream, rows_done_, 0));
+    }
     HALO_NCCL_START(
         api.all_reduce(data, data, std::size_t(n), ncclFloat32, ncclSum, l.comm, l.stream));
     state_.wait_ready(l.comm, "gradient all-reduce (NCCL)");
@@ -286,6 +309,7 @@ class NcclCommunicator final : public ForwardingCommunicator {
     for (NcclLink* l : {&state_.rows, &state_.grads})
       if (l->stream) cudaStreamDestroy(l->stream);
     if (ready_) cudaEventDestroy(ready_);
+    if (rows_done_) cudaEventDestroy(rows_done_);
   }
 
   // Orders stream's next operations after all work queued so far on blocking streams (the
@@ -305,6 +329,8 @@ class NcclCommunicator final : public ForwardingCommunicator {
 
   NcclState state_;
   cudaEvent_t ready_ = nullptr;
+  cudaEvent_t rows_done_ = nullptr;  // HALO_NCCL_SERIAL=1: the exchanges queued so far
+  bool serial_ = false;
   int unwind_hook_ = 0;
 };
 

@@ -289,6 +289,30 @@ TEST_F(CudaBackendTest, SpmmOnARowSliceOfACsr) {
   }
 }
 
+// Training alternates widths on one operator (forward at one width, backward at another, every
+// epoch): each width keeps its own plan, so width 8 after width 64 gives width 8's first bits,
+// and a fresh upload's.
+TEST_F(CudaBackendTest, SpmmWidthsAlternatingOnOneOperatorKeepTheirPlans) {
+  Backend& gpu = cuda_backend();
+  const SparseMatrix A = skewed_sparse(500, 400, 51);
+  const SparseMatrix dA = A.to_device(Device::kCuda), fresh = A.to_device(Device::kCuda);
+  const Matrix dX8 = upload(host_matrix(A.cols, 8, 1)), dX64 = upload(host_matrix(A.cols, 64, 2));
+  Matrix dY8(A.rows, 8, NAN, Device::kCuda), dY64(A.rows, 64, NAN, Device::kCuda);
+  gpu.spmm(dA.view(), dX8.view(), dY8.view());
+  const std::vector<float> first = dY8.to_host();
+  for (int round = 0; round < 3; ++round) {
+    gpu.spmm(dA.view(), dX64.view(), dY64.view());
+    gpu.fill(dY8.view(), NAN);
+    gpu.spmm(dA.view(), dX8.view(), dY8.view());
+    expect_bitwise(dY8.to_host(), first, "width 8 after width 64, round " + std::to_string(round));
+  }
+  gpu.fill(dY8.view(), NAN);
+  gpu.spmm(fresh.view(), dX8.view(), dY8.view());
+  expect_bitwise(dY8.to_host(), first, "a fresh upload at width 8");
+  const std::map<std::string, std::int64_t> want{{"alg3", 8}};
+  EXPECT_EQ(gpu.take_spmm_kernel_counts(), want);
+}
+
 // Dense operands that start off 16-byte alignment (a view one float into a buffer) run on the
 // own kernel for that call, with the CPU's result, and the plan keeps cuSPARSE for the next.
 TEST_F(CudaBackendTest, SpmmOnUnalignedDenseOperandsRunsTheOwnKernel) {

@@ -971,15 +971,19 @@ TEST(DistributedGpu, ASelfPlanMovesExactlyTheRowsAndGradientsOnTheGpu) {
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) GTEST_SKIP() << devs.reason;
   LocalCommunicator local;
-  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16}) {
     for (int staleness : {0, 1})
       expect_self_exchange_exact(local, cuda_backend(), dtype, staleness);
+    expect_self_exchange_exact(local, cuda_backend(), dtype, 1, 0.75f);  // smoothed, staged
+  }
   if (const std::string why = nccl_unavailable_reason(); !why.empty())
     GTEST_SKIP() << "NCCL part: " << why;
   const std::unique_ptr<Communicator> nccl = make_nccl_communicator(local, 0);
-  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16})
+  for (HaloDtype dtype : {HaloDtype::kF32, HaloDtype::kBf16}) {
     for (int staleness : {0, 1})
       expect_self_exchange_exact(*nccl, cuda_backend(), dtype, staleness);
+    expect_self_exchange_exact(*nccl, cuda_backend(), dtype, 1, 0.75f);  // smoothed, direct
+  }
 }
 
 // The communication savers on GPU ranks (bf16 rows narrowed and widened on the device, stale rows
