@@ -44,15 +44,8 @@ tools/source-hash.sh > "$stage/SOURCE"
 
 # Self-test on a machine made to look like the GPU machine.
 if [[ ${HALO_BUNDLE_SELFTEST:-1} == 1 ]] && unshare -m true 2>/dev/null; then
-  unshare -m bash -c '
+  bash tools/bare-gpu-machine.sh bash -c '
     set -e
-    lib=/usr/lib/x86_64-linux-gnu
-    for d in "$lib/openmpi" "$lib/pmix2" "$lib/hwloc" /etc/openmpi /usr/share/openmpi; do
-      [[ -d $d ]] && mount -t tmpfs none "$d"
-    done
-    for f in "$lib"/lib{mpi,open-pal,open-rte,pmix,hwloc,event,munge,fabric,ucp,uct,ucs,ucm}*.so* /usr/bin/orterun /usr/bin/orted; do
-      [[ -f $f ]] && mount --bind /dev/null "$f"
-    done
     b=$1
     export LD_LIBRARY_PATH=$b/lib:$b/usr/lib/x86_64-linux-gnu/openmpi/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib
     export OPAL_PREFIX=$b/usr PATH=$b/usr/bin:$PATH PMIX_MCA_mca_base_component_path=$b/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix

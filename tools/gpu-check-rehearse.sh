@@ -13,17 +13,6 @@ out=${1:-/tmp/gpu-check-rehearsal}
 rm -rf "$out" && mkdir -p "$out"
 start=$SECONDS
 rc=0
-unshare -m bash -c '
-  set -e
-  lib=/usr/lib/x86_64-linux-gnu
-  for d in "$lib/openmpi" "$lib/pmix2" "$lib/hwloc" /etc/openmpi /usr/share/openmpi; do
-    [[ -d $d ]] && mount -t tmpfs none "$d"
-  done
-  for f in "$lib"/lib{mpi,open-pal,open-rte,pmix,hwloc,event,munge,fabric,ucp,uct,ucs,ucm}*.so* \
-           /usr/bin/orterun /usr/bin/orted /usr/bin/mpirun /usr/bin/xz; do
-    [[ -e $f ]] && mount --bind /dev/null "$(readlink -f "$f")"
-  done
-  OUT=$1 bash tools/gpu-check.sh
-' rehearse "$out" || rc=$?
+HIDE_XZ=1 bash tools/bare-gpu-machine.sh env OUT="$out" bash tools/gpu-check.sh || rc=$?
 echo "gpu-check-rehearse: gpu-check.sh exited $rc after $((SECONDS - start)) s; it returned: $(ls "$out" | tr '\n' ' ')"
 [[ -s $out/summary.txt && -s $out/logs.tar.gz ]] || { echo "gpu-check-rehearse: summary.txt or logs.tar.gz missing" >&2; exit 1; }
