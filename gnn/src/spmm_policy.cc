@@ -23,14 +23,13 @@ SpmmSettings spmm_settings_from_env() {
   SpmmSettings s;
   if (const char* v = std::getenv("HALO_CUDA_SPMM")) {
     const std::string k = v;
-    if (k == "alg3")
-      s.requested = SpmmKernel::kAlg3;
-    else if (k == "alg2")
-      s.requested = SpmmKernel::kAlg2;
-    else if (k == "own")
-      s.requested = SpmmKernel::kOwn;
-    else
-      throw ParamError("HALO_CUDA_SPMM=" + k + ": expected alg3, alg2 or own");
+    bool known = false;
+    for (SpmmKernel c : {SpmmKernel::kAlg3, SpmmKernel::kAlg2, SpmmKernel::kOwn})
+      if (k == spmm_kernel_name(c)) {
+        s.requested = c;
+        known = true;
+      }
+    if (!known) throw ParamError("HALO_CUDA_SPMM=" + k + ": expected alg3, alg2 or own");
   }
   if (const char* v = std::getenv("HALO_CUDA_SPMM_STRICT")) {
     const std::string k = v;

@@ -222,14 +222,14 @@ void HaloExchanger::add_received(const std::vector<char>& recv, const MatrixView
 
 MatrixView HaloExchanger::smoothed(Slot* s, const MatrixView& rows) {
   if (s == nullptr || smoothing_ == 0.f || rows.size() == 0) return rows;
-  if (!s->averaging) {  // the first delivery of the run starts the average
+  if (!s->averaging) {  // the first delivery of the run starts the average: it is rows itself
     s->avg.set_device(be_.device());
     s->avg.resize(rows.rows, rows.cols);
     be_.copy(rows, s->avg.view());
     s->averaging = true;
-  } else {
-    be_.smooth(rows, smoothing_, s->avg.view());
+    return rows;
   }
+  be_.smooth(rows, smoothing_, s->avg.view());
   return s->avg.view();
 }
 
@@ -359,7 +359,8 @@ void HaloExchanger::forward_begin(const MatrixView& all, int layer, bool trainin
       unpack_halo(s.recv, all);
     if (smoothing_ > 0.f && plan_.halo > 0) {  // the layer reads the average
       const MatrixView halo_rows = all.rows_range(plan_.owned, plan_.owned + plan_.halo);
-      be_.copy(smoothed(&s, halo_rows), halo_rows);
+      const MatrixView avg = smoothed(&s, halo_rows);
+      if (avg.data != halo_rows.data) be_.copy(avg, halo_rows);
     }
   };
   if (!s.primed) {

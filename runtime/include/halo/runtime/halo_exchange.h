@@ -93,8 +93,8 @@ class HaloExchanger final : public Exchanger {
   void finish_pending(std::unique_ptr<Pending>& p);
   void unpack_halo(const std::vector<char>& recv, const MatrixView& all);
   void add_received(const std::vector<char>& recv, const MatrixView& all, Slot* smooth);
-  // With smoothing: folds rows into the slot's moving average (the first rows start it) and
-  // returns the average; without, rows themselves.
+  // With smoothing: folds rows into the slot's moving average and returns it (the first rows of a
+  // run start it and are returned as they are); without, rows themselves.
   MatrixView smoothed(Slot* s, const MatrixView& rows);
 
   Communicator& comm_;
