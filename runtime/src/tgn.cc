@@ -21,6 +21,7 @@
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
@@ -527,6 +528,38 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   log.write_line(sum.to_json().dump());
   log.close();
   return sum;
+}
+
+void write_tgn_split(const fs::path& dataset, const fs::path& out, std::uint64_t seed) {
+  if (dataset_kind(dataset) != "temporal")
+    throw ParamError(dataset.string() +
+                     " is not a temporal dataset (convert an event file with "
+                     "--format konect|snap|jodie)");
+  resolve_file_output(out, {dataset});
+  const TemporalDataset d = read_temporal_dataset(dataset);
+  const EventStream s = stream_of(d);
+  const TemporalSplit split = chronological_split(s.nodes, s.src, s.dst, s.time, s.events, seed);
+  const std::size_t n = std::size_t(s.events);
+  std::vector<std::int64_t> src(n), dst(n), ids(n);
+  for (std::size_t e = 0; e < n; ++e) {
+    src[e] = s.src[e];
+    dst[e] = s.dst[e];
+    ids[e] = std::int64_t(e);
+  }
+  const std::vector<NodeId> neg = negatives(ids, kEvalNegatives, 0, s.nodes);
+  const std::vector<std::int64_t> eval_neg(neg.begin(), neg.end());
+  const std::int64_t nodes = s.nodes, train_end = split.train_end, valid_end = split.valid_end;
+  const std::uint64_t events = std::uint64_t(n), de = std::uint64_t(s.de);
+  write_npz(out, {{"src", "<i8", {events}, src.data(), n * 8},
+                  {"dst", "<i8", {events}, dst.data(), n * 8},
+                  {"t", "<f8", {events}, s.time, n * 8},
+                  {"msg", "<f4", {events, de}, s.efeat, std::size_t(events * de) * 4},
+                  {"nodes", "<i8", {1}, &nodes, 8},
+                  {"train_end", "<i8", {1}, &train_end, 8},
+                  {"valid_end", "<i8", {1}, &valid_end, 8},
+                  {"train_keep", "|u1", {events}, split.train_keep.data(), n},
+                  {"inductive", "|u1", {events}, split.inductive.data(), n},
+                  {"eval_neg", "<i8", {events}, eval_neg.data(), n * 8}});
 }
 
 }  // namespace halo

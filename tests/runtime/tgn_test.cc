@@ -8,13 +8,16 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "halo/gnn/temporal/sampler.h"
 #include "halo/graph/error.h"
 #include "halo/graph/formats.h"
+#include "halo/graph/npz.h"
 #include "halo/runtime/comm.h"
 
 namespace halo {
 namespace {
 using test::TempDir;
+namespace fs = std::filesystem;
 
 // The first `events` events of the bundled UCI messages, as a temporal dataset.
 std::filesystem::path uci_prefix(const TempDir& t, int events) {
@@ -190,6 +193,57 @@ TEST(Tgn, ResumeFromACheckpointIsBitIdentical) {
   EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
   o.lr = 2e-3f;
   EXPECT_THROW(train_tgn(ds, comm, o, sink), ParamError);
+}
+
+// `halo tgn split`: the archive holds the dataset's events and exactly the split training makes
+// (chronological_split with the same seed), the negatives are the fixed evaluation ones (the same
+// for every seed), and Python's zipfile finds every member's CRC right.
+TEST(TgnSplit, TheExportIsTheSplitTrainingUses) {
+  TempDir t;
+  const auto ds = uci_prefix(t, 3000);
+  const TemporalDataset d = read_temporal_dataset(ds);
+  const std::size_t n = std::size_t(d.num_events());
+  std::vector<std::int64_t> neg0;
+  for (const std::uint64_t seed : {0ull, 7ull}) {
+    const fs::path out = t / ("split-" + std::to_string(seed) + ".npz");
+    write_tgn_split(ds, out, seed);
+    const NpzReader z(out);  // checks every entry's CRC and sizes as it reads
+    EXPECT_EQ(z.keys(),
+              (std::vector<std::string>{"src", "dst", "t", "msg", "nodes", "train_end", "valid_end",
+                                        "train_keep", "inductive", "eval_neg"}));
+    const auto src = read_all_as<std::int64_t>(z, "src"), dst = read_all_as<std::int64_t>(z, "dst");
+    const auto time = read_all_as<double>(z, "t");
+    ASSERT_EQ(src.size(), n);
+    for (std::size_t e = 0; e < n; ++e) {
+      ASSERT_EQ(src[e], d.src[e]) << e;
+      ASSERT_EQ(dst[e], d.dst[e]) << e;
+      ASSERT_EQ(time[e], d.time[e]) << e;
+    }
+    EXPECT_EQ(z.info("msg").shape, (std::vector<std::uint64_t>{n, 0}));
+    EXPECT_EQ(read_all_as<std::int64_t>(z, "nodes"), (std::vector<std::int64_t>{d.num_nodes}));
+    const TemporalSplit s = chronological_split(d.num_nodes, d.src.data(), d.dst.data(),
+                                                d.time.data(), d.num_events(), seed);
+    EXPECT_EQ(read_all_as<std::int64_t>(z, "train_end"), (std::vector<std::int64_t>{s.train_end}));
+    EXPECT_EQ(read_all_as<std::int64_t>(z, "valid_end"), (std::vector<std::int64_t>{s.valid_end}));
+    const auto keep = read_all_as<std::int32_t>(z, "train_keep");
+    const auto inductive = read_all_as<std::int32_t>(z, "inductive");
+    EXPECT_EQ(std::vector<std::int32_t>(s.train_keep.begin(), s.train_keep.end()), keep);
+    EXPECT_EQ(std::vector<std::int32_t>(s.inductive.begin(), s.inductive.end()), inductive);
+    const auto neg = read_all_as<std::int64_t>(z, "eval_neg");
+    ASSERT_EQ(neg.size(), n);
+    for (std::int64_t v : neg) ASSERT_TRUE(v >= 0 && v < d.num_nodes) << v;
+    if (neg0.empty()) neg0 = neg;
+    EXPECT_EQ(neg, neg0) << "the evaluation negatives do not depend on the seed";
+    if (std::system("python3 -c 'import zipfile' 2> /dev/null") == 0) {
+      const std::string check =
+          "python3 -c 'import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1])"
+          ".testzip() is not None)' " +
+          out.string();
+      EXPECT_EQ(std::system(check.c_str()), 0) << "Python's zipfile refuses " << out;
+    }
+  }
+  EXPECT_THROW(write_tgn_split(ds, ds / "inside.npz", 0), Error);  // never into the dataset
+  EXPECT_FALSE(fs::exists(ds / "inside.npz"));
 }
 
 }  // namespace

@@ -82,7 +82,23 @@ Action add_tgn(CLI::App& app) {
                   "Save parameters and optimiser state here after every epoch");
   cmd->add_flag("--resume", o->resume, "Continue from the newest epoch in --checkpoint");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
-  return [o, c, path, log, ck] {
+  // `halo tgn split`: what a peer needs to train and score on exactly halo's split.
+  auto split_out = std::make_shared<std::string>();
+  auto split_seed = std::make_shared<std::uint64_t>(0);
+  auto* split = tgn->add_subcommand(
+      "split", "Write the events, split and evaluation negatives of halo tgn train as .npz");
+  split->add_option("dataset", *path, "Temporal dataset")->required();
+  split->add_option("-o,--output", *split_out, "The .npz to write")->required();
+  split->add_option("--seed", *split_seed, "Seed (as halo tgn train --seed)")
+      ->capture_default_str();
+  return [o, c, path, log, ck, split, split_out, split_seed] {
+    if (split->parsed()) {
+      Stopwatch clock;
+      require_dataset(*path);
+      write_tgn_split(*path, *split_out, *split_seed);
+      print_footer("tgn split -> " + *split_out, clock.seconds());
+      return 0;
+    }
     o->log = *log;
     o->checkpoint = *ck;
     Stopwatch clock;

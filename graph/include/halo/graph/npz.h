@@ -109,6 +109,22 @@ float half_to_float(std::uint16_t bits);
 // "<i8") starts with, its data following; cols == 0: a 1-D array. Its size is a multiple of 64.
 std::string npy_prefix(const char* descr, std::uint64_t rows, std::uint64_t cols);
 
+// The same for any shape (a 1-D array: one dimension; dims may be 0).
+std::string npy_prefix(const char* descr, const std::vector<std::uint64_t>& dims);
+
+// One array of an .npz archive: `bytes` bytes at data, of NumPy dtype descr ("<i8", "<f8",
+// "<f4", "|u1") and the given shape, stored as NAME.npy.
+struct NpzArray {
+  std::string name, descr;
+  std::vector<std::uint64_t> shape;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Writes an .npz archive (np.load reads it; members stored uncompressed, as np.savez does),
+// staged and renamed into place; ParamError beyond 4 GiB (no ZIP64).
+void write_npz(const std::filesystem::path& path, const std::vector<NpzArray>& arrays);
+
 // Writes a NumPy .npy file (format 1.0, C order, little-endian) of rows x cols values of T
 // (int64 or float32); cols == 0 writes a 1-D array of rows values. Written to a temporary name
 // and renamed, like every output.

@@ -98,6 +98,14 @@ struct TgnSummary {
   nlohmann::json to_json() const;
 };
 
+// `halo tgn split DATASET -o FILE.npz`: the events, the split and the evaluation negatives every
+// halo TGN run with this seed uses, for a peer implementation to train and score on exactly the
+// same (tools/bench/tgn_pyg.py): src, dst (int64), t (float64), msg (float32, events x edge
+// features), nodes, train_end, valid_end (int64 [1]), train_keep, inductive (uint8 per event)
+// and eval_neg (int64: each event's fixed evaluation negative).
+void write_tgn_split(const std::filesystem::path& dataset, const std::filesystem::path& out,
+                     std::uint64_t seed);
+
 // Trains (or, for edgebank, evaluates) on a temporal dataset with the ranks of comm (each rank
 // runs this with the same arguments; one process: a LocalCommunicator); epoch lines go to out
 // on rank 0.
