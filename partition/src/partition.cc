@@ -106,6 +106,13 @@ void PartitionOptions::check(std::int64_t n) const {
                        "' (expected nodes, edges, train, weights)");
     start = end + 1;
   }
+  const bool weighted = !part_weights.empty() || !speed_table.empty();
+  if (!part_weights.empty() && !speed_table.empty())
+    throw ParamError("--part-weights takes shares or auto=TABLE, not both");
+  if (weighted && method == PartitionMethod::kAssignment)
+    throw ParamError("--assignment-in takes the parts as they are (no --part-weights)");
+  if (!speed_table.empty() && method == PartitionMethod::kPtScotch)
+    throw ParamError("--part-weights auto needs the whole graph in one process (not ptscotch)");
   if (!part_weights.empty()) {
     if (int(part_weights.size()) != k)
       throw ParamError("--part-weights has " + std::to_string(part_weights.size()) +

@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <span>
 
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
 #include "halo/partition/halo_plan.h"
+#include "halo/partition/speed.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -311,20 +313,46 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   resolve_dir_output(out, kPartsFormat, overwrite, inputs);
   inputs.push_back(out);
   if (!assignment_out.empty()) resolve_file_output(assignment_out, inputs);
+  // A speed table is read before the dataset: a bad one fails in a moment, not after the load.
+  std::optional<SpeedTable> speed;
+  if (!o.speed_table.empty()) {
+    speed = read_speed_table(o.speed_table);
+    if (int(speed->ranks.size()) != o.k)
+      throw ParamError("--part-weights auto=" + o.speed_table.string() + ": the table has " +
+                       std::to_string(speed->ranks.size()) + " ranks, but -k is " +
+                       std::to_string(o.k) + " (calibrate under mpirun -np " + std::to_string(o.k) +
+                       ")");
+  }
   const GraphDataset d = read_graph_dataset(dataset);  // validated: every id below is in range
   o.check(d.num_nodes());  // a bad -k is a bad parameter, not a short disk
   check_free_space(out, parts_bytes(d, o.k), std::to_string(o.k) + " parts of this dataset");
   const double load_s = total.seconds();
   Stopwatch clock;
   PartitionOptions used = o;  // with the METIS scheme that made the assignment, for meta.json
-  const std::vector<PartId> owner = partition_nodes(d, o, &used.ptype);
+  SpeedSearch search;
+  std::vector<PartId> owner;
+  if (speed) {
+    owner = partition_for_speed(d, o, *speed, &search, &used.ptype);
+    used.part_weights = search.weights;  // what the parts were cut for
+    used.speed_table.clear();
+  } else {
+    owner = partition_nodes(d, o, &used.ptype);
+  }
   const double partition_s = clock.seconds();
   const Quality q = measure_partition(d.graph.view(), d.directed, owner, o.k,
-                                      choose_split(d, o.split), o.targets());
+                                      choose_split(d, o.split), used.targets());
   json extra = {{"dataset_path", fs::absolute(dataset).string()},
                 {"dataset_fingerprint", d.fingerprint},
                 {"seconds", {{"load", load_s}, {"partition", partition_s}}},
                 {"peak_rss_bytes", peak_rss_bytes()}};
+  if (speed) {
+    json parts = json::array();
+    for (const PartTime& t : predict_part_times(q, *speed))
+      parts.push_back({{"compute_s", t.compute_s}, {"comm_s", t.comm_s}});
+    extra["speed_model"] = {{"table", fs::absolute(o.speed_table).string()},
+                            {"predicted", parts},
+                            {"rounds", search.rounds}};
+  }
   if (!assignment_out.empty()) write_assignment(assignment_out, owner);
   json meta = write_parts(d, owner, used, q, out, overwrite, extra);
   meta["seconds"]["total"] = total.seconds();

@@ -288,6 +288,71 @@ TEST(Distributed, BytesSentEqualThePlan) {
   }
 }
 
+// halo train --calibrate on 2 ranks: a table of both ranks whose bytes per halo row are what
+// training then sends per halo row, and which halo partition --part-weights auto= sizes parts by
+// (a table for another K, or a broken one, is one line naming it and leaves no output).
+TEST(Distributed, CalibrationCountsTheTrainingBytesAndFeedsThePartitioner) {
+  TempDir t;
+  for (const std::string dtype : {"f32", "bf16"}) {
+    const fs::path table = t / ("speed-" + dtype + ".json");
+    const std::string model = " --layers 3 --hidden 24 --threads 1 --halo-dtype " + dtype;
+    const Result cal = shell(mpirun(2) + halo() + " train " + data("cora-2").string() + model +
+                                 " --calibrate " + table.string(),
+                             t / "cal.out");
+    ASSERT_EQ(cal.code, 0) << cal.out;
+    const json j = json::parse(test::read_bytes(table));
+    ASSERT_EQ(j["ranks"].size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_GT(j["ranks"][r]["row_s"].get<double>(), 0) << r;
+      EXPECT_GE(j["ranks"][r]["nonzero_s"].get<double>(), 0) << r;
+      EXPECT_EQ(j["ranks"][r]["link_bytes_per_s"][r].get<double>(), 0) << r;
+    }
+    EXPECT_GT(j["ranks"][0]["link_bytes_per_s"][1].get<double>(), 0);
+    EXPECT_EQ(j["ranks"][0]["link_bytes_per_s"][1], j["ranks"][1]["link_bytes_per_s"][0]);
+    const Result run =
+        shell(mpirun(2) + halo() + " train " + data("cora-2").string() + model +
+                  " --epochs 3 --eval-every 100 -q --log " + (t / "log.jsonl").string(),
+              t / "run.out");
+    ASSERT_EQ(run.code, 0) << run.out;
+    double halo_rows = 0;
+    for (int r = 0; r < 2; ++r)
+      halo_rows += json::parse(test::read_bytes(data("cora-2") / ("part-" + std::to_string(r)) /
+                                                "meta.json"))["halo"]
+                       .get<double>();
+    // Every halo row travels once forward and once backward per layer after the first epoch.
+    EXPECT_EQ(epochs(read_log(t / "log.jsonl")).at(2)["halo_bytes"].get<double>(),
+              j["halo_row_bytes"].get<double>() * halo_rows)
+        << dtype;
+  }
+  const fs::path table = t / "speed-f32.json";
+  const Result part =
+      shell(halo() + " partition " + data("cora").string() +
+                " -k 2 --part-weights auto=" + table.string() + " -o " + (t / "p2").string(),
+            t / "part.out");
+  ASSERT_EQ(part.code, 0) << part.out;
+  EXPECT_NE(part.out.find("predicted epoch"), std::string::npos) << part.out;
+  const json meta = json::parse(test::read_bytes(t / "p2/meta.json"));
+  EXPECT_EQ(meta["options"]["part_weights"].size(), 2u);
+  EXPECT_EQ(meta["speed_model"]["predicted"].size(), 2u);
+  const Result three =
+      shell(halo() + " partition " + data("cora").string() +
+                " -k 3 --part-weights auto=" + table.string() + " -o " + (t / "p3").string(),
+            t / "three.out");
+  EXPECT_NE(three.code, 0);
+  EXPECT_NE(three.out.find("the table has 2 ranks, but -k is 3"), std::string::npos) << three.out;
+  EXPECT_FALSE(fs::exists(t / "p3"));
+  std::ofstream(t / "broken.json") << "{\"format\": \"halo-speed-table\", \"version\": 1}";
+  const Result broken = shell(halo() + " partition " + data("cora").string() +
+                                  " -k 2 --part-weights auto=" + (t / "broken.json").string() +
+                                  " -o " + (t / "pb").string(),
+                              t / "broken.out");
+  EXPECT_NE(broken.code, 0);
+  EXPECT_NE(broken.out.find((t / "broken.json").string() + ": \"halo_row_bytes\""),
+            std::string::npos)
+      << broken.out;
+  EXPECT_FALSE(fs::exists(t / "pb"));
+}
+
 TEST(Distributed, ResumeAcrossRanksIsBitIdentical) {
   TempDir t;
   const std::string base =

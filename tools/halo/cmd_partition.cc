@@ -1,4 +1,5 @@
 // `halo partition DATASET -k K -o PARTS`: cut a dataset into K parts with halo plans.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -35,7 +36,9 @@ Action add_partition(CLI::App& app) {
          "--ptype", a->ptype,
          "METIS scheme: auto (= kway, gpmetis's default)|kway|rb|best (both, the lower cut)")
       ->capture_default_str();
-  cmd->add_option("--part-weights", a->weights, "Target share of each part, e.g. 2,1,1");
+  cmd->add_option("--part-weights", a->weights,
+                  "Target share of each part, e.g. 2,1,1; or auto=TABLE: shares searched for "
+                  "under a speed table from halo train --calibrate");
   cmd->add_option("--ufactor", a->opt.ufactor,
                   "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
   cmd->add_flag("--contiguous", a->opt.contiguous, "METIS: make every part contiguous");
@@ -58,7 +61,11 @@ Action add_partition(CLI::App& app) {
     a->opt.assignment_in = a->assignment_in;
     a->opt.objective = parse_metis_objective(a->objective);
     a->opt.ptype = parse_metis_ptype(a->ptype);
-    if (!a->weights.empty()) {
+    if (a->weights.rfind("auto=", 0) == 0) {
+      a->opt.speed_table = a->weights.substr(5);
+      if (a->opt.speed_table.empty())
+        throw ParamError("--part-weights auto=TABLE: name the speed table");
+    } else if (!a->weights.empty()) {
       std::stringstream ss(a->weights);
       std::string item;
       while (std::getline(ss, item, ',')) {
@@ -81,6 +88,18 @@ Action add_partition(CLI::App& app) {
         by += " (" + meta["options"]["ptype"].get<std::string>() + ")";
       std::printf("%s: %d parts by %s\n%s", a->output.c_str(), a->opt.k, by.c_str(),
                   format_quality(meta).c_str());
+      if (meta.contains("speed_model")) {  // what the cost model expects of each part
+        const auto& parts = meta["speed_model"]["predicted"];
+        double slowest = 0;
+        std::printf("predicted epoch by the speed table (compute + exchange):");
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const double c = parts[i]["compute_s"].get<double>(),
+                       x = parts[i]["comm_s"].get<double>();
+          slowest = std::max(slowest, c + x);
+          std::printf("%s part %zu %.3f + %.3f s", i ? ";" : "", i, c, x);
+        }
+        std::printf("; epoch %.3f s\n", slowest);
+      }
     }
     print_footer("partition: " + std::to_string(a->opt.k) + " parts -> " + a->output,
                  meta["seconds"]["total"].get<double>());

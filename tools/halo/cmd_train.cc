@@ -1,16 +1,20 @@
 // `halo train DATASET` (one process) and `mpirun -np K halo train PARTS` (rank r trains on
 // PARTS/part-r): full-batch training with presets, OGB protocol, logs, checkpoints.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
+#include "halo/graph/staging.h"
 #include "halo/partition/parts.h"
+#include "halo/runtime/calibrate.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/memory_model.h"
 #include "halo/runtime/presets.h"
@@ -59,11 +63,70 @@ void print_dry_run(const std::string& path, const TrainOptions& o) {
           : "");
 }
 
+// `halo train PATH --calibrate TABLE`: every rank measures itself (calibrate.h) for the model
+// the options describe on PATH's widths and mean degree (a dataset, or PARTS, under any number of
+// ranks); rank 0 writes the table, staged so that a failed run leaves none, and prints it.
+int run_calibration(Communicator& comm, const std::string& path, const TrainOptions& opt,
+                    const std::string& table_path) {
+  // The widths training would use and the graph's mean degree, from headers only: a PARTS rank
+  // reads its own part (on a cluster a node holds only its ranks' parts), a dataset its meta.
+  std::int64_t rows = 0, nnz = 0, in = 0, out = 0;
+  const ReadOptions lazy{.verify_checksums = false};
+  if (is_parts_dir(path)) {
+    const nlohmann::json meta = read_parts_meta(path);
+    rows = meta["dataset"]["nodes"].get<std::int64_t>();
+    nnz = meta["dataset"]["edges"].get<std::int64_t>();
+    const Part p = read_part(path, comm.rank() % meta["k"].get<int>(), lazy);
+    in = p.num_features;
+    out = p.label_kind == LabelKind::kMultilabel ? p.label_cols : p.num_classes;
+  } else {
+    const GraphDataset d = read_graph_dataset(path, lazy);
+    rows = d.num_nodes();
+    nnz = d.graph.num_edges();
+    in = d.num_features;
+    out = d.label_kind == LabelKind::kMultilabel ? d.label_cols : d.num_classes;
+  }
+  if (in == 0 || out == 0)
+    throw ParamError(path + ": calibration needs node features and labels (the model's widths)");
+  std::optional<StagedFile> file;
+  if (comm.rank() == 0) file.emplace(table_path, std::vector<std::filesystem::path>{path});
+  Stopwatch clock;
+  CalibrateOptions c;
+  c.rows = std::clamp<std::int64_t>(rows, 16, c.rows);  // a small graph: its own size
+  if (const char* mb = std::getenv("HALO_CALIBRATE_LINK_MB"); mb && std::atof(mb) > 0)
+    c.link_bytes = std::size_t(std::atof(mb) * double(1 << 20));
+  const SpeedTable t =
+      calibrate_speed(comm, opt, in, out, rows > 0 ? double(nnz) / double(rows) : 0.0, c);
+  if (comm.rank() != 0) return 0;
+  file->write(t.to_json().dump(2) + "\n");
+  file->commit();
+  std::printf("%s: speed of %zu rank%s for %s x %lld, %.0f bytes per halo row per epoch\n",
+              table_path.c_str(), t.ranks.size(), t.ranks.size() == 1 ? "" : "s",
+              to_string(opt.model.kind), static_cast<long long>(opt.model.hidden),
+              t.halo_row_bytes);
+  std::printf("%4s  %-16s %7s %14s %14s %18s  %s\n", "rank", "host", "threads", "us/row",
+              "ns/nonzero", "epoch s/100k rows", "links (MB/s)");
+  const double degree = rows > 0 ? double(nnz) / double(rows) : 0.0;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    const RankSpeed& s = t.ranks[r];
+    std::string links;
+    for (std::size_t p = 0; p < s.link_bytes_per_s.size(); ++p)
+      if (p != r)
+        links +=
+            (links.empty() ? "" : " ") + std::to_string(std::lround(s.link_bytes_per_s[p] / 1e6));
+    std::printf("%4zu  %-16s %7d %14.3f %14.3f %18.3f  %s\n", r, s.host.c_str(), s.threads,
+                s.row_s * 1e6, s.nonzero_s * 1e9, 1e5 * (s.row_s + s.nonzero_s * degree),
+                links.empty() ? "-" : links.c_str());
+  }
+  print_footer("calibrate", clock.seconds());
+  return 0;
+}
+
 }  // namespace
 
 Action add_train(CLI::App& app) {
   struct Args {
-    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions,
+    std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, calibrate,
                                  halo_dtype = "f32", device = "cpu", matmul_precision = "fp32";
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10,
         staleness = 0, heads = 1, out_heads = 1;
@@ -181,18 +244,16 @@ Action add_train(CLI::App& app) {
                        "stale halo rows and gradients (PipeGCN-F/G; 0 = none)")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.halo_smoothing = a->smoothing; });
+  cmd->add_option("--calibrate", a->calibrate,
+                  "Measure each rank's speed for this model and its links to the other ranks, "
+                  "write the speed table here (for halo partition --part-weights auto=TABLE) "
+                  "and exit without training");
   cmd->add_flag(
       "--dry-run", a->dry_run,
       "Print every rank's predicted peak memory (from the parts' sizes) and exit without training");
   return [a, preset, overrides] {
     Communicator& comm = world();
     const bool parts = is_parts_dir(a->dataset);
-    if (!parts && comm.size() > 1)
-      throw ParamError(a->dataset + " is a dataset, which trains on one process; for " +
-                       std::to_string(comm.size()) + " ranks split it first: halo partition " +
-                       a->dataset + " -k " + std::to_string(comm.size()) +
-                       " -o PARTS, then mpirun -np " + std::to_string(comm.size()) +
-                       " halo train PARTS");
     TrainOptions opt;
     opt.model.kind = parse_model_kind(a->model);
     opt.model.layers = a->layers;
@@ -202,6 +263,13 @@ Action add_train(CLI::App& app) {
     if (preset->count() > 0) apply_preset(a->preset, opt);
     for (const auto& [o, set] : overrides)  // explicit flags win over the preset
       if (o->count() > 0) set(opt);
+    if (!a->calibrate.empty()) return run_calibration(comm, a->dataset, opt, a->calibrate);
+    if (!parts && comm.size() > 1)
+      throw ParamError(a->dataset + " is a dataset, which trains on one process; for " +
+                       std::to_string(comm.size()) + " ranks split it first: halo partition " +
+                       a->dataset + " -k " + std::to_string(comm.size()) +
+                       " -o PARTS, then mpirun -np " + std::to_string(comm.size()) +
+                       " halo train PARTS");
     if (const char* f = std::getenv("HALO_INJECT_FAULT"); f && *f) opt.fault = parse_fault(f);
     if (a->dry_run) {  // no training: rank 0 (or the one process) prints every rank's figures
       if (comm.rank() == 0) print_dry_run(a->dataset, opt);

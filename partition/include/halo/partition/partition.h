@@ -50,9 +50,12 @@ struct PartitionOptions {
   std::string balance = "nodes";                    // comma list of: nodes, edges, train, weights
   MetisPtype ptype = MetisPtype::kAuto;             // metis only
   std::vector<double> part_weights;  // target share of each part (any scale); empty = equal
-  int ufactor = -1;                  // allowed imbalance in 1/1000; -1 = METIS's default
-  bool contiguous = false;           // metis: contiguous parts
-  int passes = 4;                    // fennel: streaming passes (1 = plain Fennel)
+  // --part-weights auto=TABLE: the shares are searched for under the speed table's epoch model
+  // (speed.h); part_weights must then be empty.
+  std::filesystem::path speed_table;
+  int ufactor = -1;         // allowed imbalance in 1/1000; -1 = METIS's default
+  bool contiguous = false;  // metis: contiguous parts
+  int passes = 4;           // fennel: streaming passes (1 = plain Fennel)
   std::uint64_t seed = 0;
   std::string split;                    // split whose train nodes "train" refers to ("" = first)
   std::filesystem::path assignment_in;  // kAssignment: gpmetis .part.K text or int32/int64 .npy
