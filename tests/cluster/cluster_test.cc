@@ -283,6 +283,36 @@ TEST(Cluster, GeneratedGraphOf100kNodesOnTwoNodesEqualsOneProcess) {
                                     "--layers 2 --hidden 32 --epochs 8 --eval-every 4");
 }
 
+// An uneven cluster: each node gets its own CPU quota and link cap, and `halo train --calibrate`
+// run across the nodes sees them: the node with a quarter of another's CPU is measured several
+// times slower, the capped link several times slower than a free one. (The quotas leave part of
+// this machine's 2 cores free, so the nodes do not also compete for them.)
+TEST(Cluster, UnevenNodesGetTheirOwnQuotaAndLinkAndCalibrationMeasuresThem) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  Cluster c(t / "c", 3, "--cpus-per-node-list 0.6,0.15,0.6 --link-rate-list -,100mbit,-");
+  const Result qdisc =
+      shell("ip netns exec hct" + std::to_string(getpid()) + "-node2 tc qdisc show dev eth0");
+  EXPECT_NE(qdisc.out.find("rate 100Mbit"), std::string::npos) << qdisc.out;
+  c.deploy(data("cora-3"));
+  const Result cal =
+      c.run(mpirun(3) + halo() + " train " + c.data() +
+            "/cora-3 --layers 3 --hidden 256 --threads 1 --calibrate " + c.data() + "/speed.json");
+  ASSERT_EQ(cal.code, 0) << cal.out;
+  const json table = json::parse(test::read_bytes(c.disk("node1") / "speed.json"));
+  const json& r = table["ranks"];
+  ASSERT_EQ(r.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r[i]["host"], "node" + std::to_string(i + 1));
+  const auto epoch = [&](int i) {  // seconds per epoch of the graph's mean row
+    return r[i]["row_s"].get<double>() + 4.9 * r[i]["nonzero_s"].get<double>();
+  };
+  EXPECT_GT(epoch(1), 2.5 * epoch(0)) << table.dump();              // 0.15 CPU against 0.6
+  const double capped = r[0]["link_bytes_per_s"][1].get<double>();  // node1 - node2: 100 Mbit/s
+  const double free = r[0]["link_bytes_per_s"][2].get<double>();    // node1 - node3
+  EXPECT_LT(capped, 14e6) << table.dump();
+  EXPECT_GT(free, 3 * capped) << table.dump();
+}
+
 // A failure while 4 ranks on 2 nodes train Cora (checkpoints every 10 epochs): the job must end
 // within `limit` seconds of it, non-zero, printing a line that matches `line`; the checkpoints
 // on node1 must be intact, and a fresh cluster resumes them to the uninterrupted run's weights.

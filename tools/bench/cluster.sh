@@ -3,7 +3,8 @@
 # 1,166,243 edges, 128 features, 40 classes) in 4 METIS parts on a cluster in a box of 4 nodes x 1
 # rank (NODES=2: 2 parts on 2 nodes) (tools/cluster: TCP between network namespaces, each node's link capped with tbf at the
 # rate), the ogbn-arxiv-gcn preset (3 x 256, batch norm), for link rates and exchange modes
-# (exact, --halo-dtype bf16, --halo-staleness 1). Per run: median epoch time, halo MB sent per
+# (exact, --halo-dtype bf16, --halo-staleness 1, smooth: staleness with --halo-smoothing GAMMA,
+# default 0.9). Per run: median epoch time, halo MB sent per
 # epoch (all ranks), and the slowest rank's compute, halo wait and all-reduce; "wire s" is what
 # a bytes / rate model predicts for the busiest node's link (its halo bytes, forward and
 # backward, over the rate). Needs root. Logs stay in WORKDIR/cluster.
@@ -36,6 +37,7 @@ for rate in $rates; do
       bf16) flags="--halo-dtype bf16" ;;
       stale) flags="--halo-staleness 1" ;;
       bf16-stale) flags="--halo-dtype bf16 --halo-staleness 1" ;;
+      smooth) flags="--halo-staleness 1 --halo-smoothing ${GAMMA:-0.9}" ;;
       *) echo "unknown mode $mode" >&2; exit 2 ;;
     esac
     log=$work/cluster/$nodes-$rate-$mode.jsonl
