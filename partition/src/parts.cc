@@ -339,15 +339,17 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
     owner = partition_nodes(d, o, &used.ptype);
   }
   const double partition_s = clock.seconds();
-  const Quality q = measure_partition(d.graph.view(), d.directed, owner, o.k,
-                                      choose_split(d, o.split), used.targets());
+  // The search measured its partition already (same split, its shares as targets).
+  const Quality q = speed ? std::move(search.quality)
+                          : measure_partition(d.graph.view(), d.directed, owner, o.k,
+                                              choose_split(d, o.split), used.targets());
   json extra = {{"dataset_path", fs::absolute(dataset).string()},
                 {"dataset_fingerprint", d.fingerprint},
                 {"seconds", {{"load", load_s}, {"partition", partition_s}}},
                 {"peak_rss_bytes", peak_rss_bytes()}};
   if (speed) {
     json parts = json::array();
-    for (const PartTime& t : predict_part_times(q, *speed))
+    for (const PartTime& t : search.times)
       parts.push_back({{"compute_s", t.compute_s}, {"comm_s", t.comm_s}});
     extra["speed_model"] = {{"table", fs::absolute(o.speed_table).string()},
                             {"predicted", parts},

@@ -34,14 +34,17 @@ double positive(const nlohmann::json& j, const std::string& key, const std::stri
 
 }  // namespace
 
+nlohmann::json to_json(const RankSpeed& r) {
+  return {{"host", r.host},
+          {"threads", r.threads},
+          {"row_s", r.row_s},
+          {"nonzero_s", r.nonzero_s},
+          {"link_bytes_per_s", r.link_bytes_per_s}};
+}
+
 nlohmann::json SpeedTable::to_json() const {
   nlohmann::json rs = nlohmann::json::array();
-  for (const RankSpeed& r : ranks)
-    rs.push_back({{"host", r.host},
-                  {"threads", r.threads},
-                  {"row_s", r.row_s},
-                  {"nonzero_s", r.nonzero_s},
-                  {"link_bytes_per_s", r.link_bytes_per_s}});
+  for (const RankSpeed& r : ranks) rs.push_back(halo::to_json(r));
   return {{"format", kFormat},
           {"version", kVersion},
           {"model", model},
@@ -157,6 +160,7 @@ std::vector<PartId> partition_for_speed(const GraphDataset& d, const PartitionOp
       if (scheme) *scheme = used;
       if (found) {
         found->weights = w;
+        found->quality = q;
         found->times = t;
       }
     }

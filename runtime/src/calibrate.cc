@@ -202,15 +202,10 @@ SpeedTable calibrate_speed(Communicator& comm, const TrainOptions& opt, std::int
   const double row_b = (b.seconds - me.nonzero_s * double(b.nnz)) / double(c.rows);
   me.row_s = std::max((row_a + row_b) / 2, 0.1 * a.seconds / double(c.rows));
   me.link_bytes_per_s = measure_links(comm, c);
-  const double row_bytes = a.row_floats * (opt.halo_dtype == HaloDtype::kBf16 ? 2.0 : 4.0);
+  const double row_bytes = a.row_floats * double(value_bytes(opt.halo_dtype));
 
   // Rank 0 gathers every rank's row.
-  const nlohmann::json mine = {{"host", me.host},
-                               {"threads", me.threads},
-                               {"row_s", me.row_s},
-                               {"nonzero_s", me.nonzero_s},
-                               {"link_bytes_per_s", me.link_bytes_per_s}};
-  const std::string text = mine.dump();
+  const std::string text = to_json(me).dump();
   std::vector<std::size_t> counts;
   const std::vector<char> all = comm.gather(text.data(), text.size(), 0, &counts);
   SpeedTable table;

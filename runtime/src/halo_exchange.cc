@@ -18,14 +18,13 @@ HaloDtype parse_halo_dtype(std::string_view s) {
 
 const char* to_string(HaloDtype d) { return d == HaloDtype::kBf16 ? "bf16" : "f32"; }
 
+std::size_t value_bytes(HaloDtype dtype) { return dtype == HaloDtype::kF32 ? 4 : 2; }
+
 namespace {
 // Tags: one per layer and kind of exchange, so an evaluation's exact exchange never matches a
 // pipelined training exchange still in flight.
 enum Kind { kForward = 1, kBackward = 2, kStaleForward = 3, kStaleBackward = 4 };
 int tag_of(int layer, Kind kind) { return layer * 8 + kind; }
-
-// Bytes of one value on the wire.
-std::size_t value_bytes(HaloDtype dtype) { return dtype == HaloDtype::kF32 ? 4 : 2; }
 
 // `count` bfloat16 values of memory on `where` held by m (a float matrix used as raw storage).
 std::uint16_t* device_halves(Matrix& m, std::int64_t count, Device where = Device::kCuda) {

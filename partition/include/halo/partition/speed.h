@@ -34,6 +34,9 @@ struct RankSpeed {
   std::vector<double> link_bytes_per_s;  // to each rank, both directions at once (own entry 0)
 };
 
+// A rank's entry of the table, as the table file holds it.
+nlohmann::json to_json(const RankSpeed& r);
+
 struct SpeedTable {
   nlohmann::json model;       // the model and widths it was measured for (recorded, not read)
   double halo_row_bytes = 0;  // bytes one halo row moves per training epoch, both directions
@@ -60,6 +63,7 @@ std::vector<PartTime> predict_part_times(const Quality& q, const SpeedTable& tab
 // What the search found: the weights it settled on, every round's figures.
 struct SpeedSearch {
   std::vector<double> weights;  // the chosen partition's target shares (sum 1)
+  Quality quality;              // its measure (with these weights as targets)
   std::vector<PartTime> times;  // its predicted part times
   nlohmann::json rounds;        // [{weights, predicted_s: [...], epoch_s}] in search order
 };

@@ -23,6 +23,7 @@
 // packed payload is staged through host buffers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -42,6 +43,8 @@ enum class HaloDtype { kF32, kBf16 };
 HaloDtype parse_halo_dtype(std::string_view s);
 // The --halo-dtype spelling of d, as logs and checkpoints record it.
 const char* to_string(HaloDtype d);
+// Bytes of one value on the wire: 4 (f32) or 2 (bf16).
+std::size_t value_bytes(HaloDtype dtype);
 
 struct ExchangeStats {
   std::int64_t bytes_sent = 0;  // halo payload posted by this rank
