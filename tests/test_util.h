@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -27,7 +28,11 @@ class TempDir {
     std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "t";
     for (char& c : name)
       if (c == '/') c = '_';
-    path_ = fs::temp_directory_path() / ("halo-test-" + std::to_string(getpid()) + "-" + name);
+    // A per-process count keeps two live TempDirs of one test apart (a helper that makes its
+    // own while the test's is in use must not wipe it).
+    static std::atomic<int> made{0};
+    path_ = fs::temp_directory_path() /
+            ("halo-test-" + std::to_string(getpid()) + "-" + std::to_string(made++) + "-" + name);
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

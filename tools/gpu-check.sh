@@ -144,17 +144,19 @@ grep -h "declined" "$logs"/halo-train.txt 2>/dev/null | sort | uniq -c | head -5
 python3 - "$logs/halo.jsonl" "$logs/pyg.txt" <<'PY' 2>&1 | tee -a "$summary"
 import json, sys
 
-def last_json(path):
+def records(path):
     try:
-        lines = [l for l in open(path) if l.startswith("{")]
-        return json.loads(lines[-1]) if lines else None
-    except OSError:
-        return None
+        return [json.loads(l) for l in open(path) if l.startswith("{")]
+    except (OSError, ValueError):
+        return []
 
-h, p = last_json(sys.argv[1]), last_json(sys.argv[2])
+hs, ps = records(sys.argv[1]), records(sys.argv[2])
+h, p = (hs[-1] if hs else None), (ps[-1] if ps else None)
+losses = [r["loss"] for r in hs if r.get("type") == "epoch"]
 if h and h.get("type") == "summary":
     print(f"halo: {h['epoch_time_median_s']:.4f} s/epoch, peak GPU {h.get('peak_gpu_mb', 0):.0f} MiB, "
-          f"final loss {h.get('final_loss', float('nan'))}")
+          f"loss {losses[0] if losses else float('nan'):.4f} -> {losses[-1] if losses else float('nan'):.4f}, "
+          f"valid {h.get('valid_mean', float('nan')):.4f}")
 else:
     print("halo: no summary (see halo-train.txt)")
 if not p:
@@ -207,7 +209,7 @@ step halo-train-tf32 30 "$b/bin/halo" train "$graph" "${train_args[@]}" --epochs
   --matmul-precision tf32 --log "$logs/halo-tf32.jsonl" && python3 -c '
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][-1]
-print(f"halo tf32: {s[\"epoch_time_median_s\"]:.4f} s/epoch")' "$logs/halo-tf32.jsonl" 2>&1 | tee -a "$summary"
+print("halo tf32: %.4f s/epoch" % s["epoch_time_median_s"])' "$logs/halo-tf32.jsonl" 2>&1 | tee -a "$summary"
 
 if ((status == 0)); then
   say "gpu-check: passed, $SECONDS s"
