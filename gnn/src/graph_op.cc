@@ -1,7 +1,10 @@
 // Normalised sparse operators and their transposes.
 #include "halo/gnn/graph_op.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace halo {
@@ -24,6 +27,35 @@ SparseMatrix transpose(const SparseMatrix& a) {
       t.values[std::size_t(at)] = a.values[std::size_t(e)];
     }
   return t;
+}
+
+bool is_symmetric(const SparseMatrix& a) {
+  if (a.rows != a.cols || a.device() != Device::kCpu) return false;
+  const EdgeId* off = a.offsets.data();
+  const NodeId* idx = a.indices.data();
+  const float* val = a.values.data();
+  bool ok = true;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(&& : ok)
+  for (std::int64_t u = 0; u < a.rows; ++u) {
+    if (!ok) continue;  // another row already failed: skip the rest cheaply
+    for (EdgeId e = off[u]; e < off[u + 1]; ++e) {
+      const NodeId v = idx[e];
+      if (e > off[u] && v <= idx[e - 1]) {  // unsorted or repeated: no binary search
+        ok = false;
+        break;
+      }
+      const NodeId* b = idx + off[v];
+      const NodeId* end = idx + off[v + 1];
+      const NodeId* it = std::lower_bound(b, end, NodeId(u));
+      if (it == end || *it != NodeId(u) ||
+          std::bit_cast<std::uint32_t>(val[off[v] + (it - b)]) !=
+              std::bit_cast<std::uint32_t>(val[e])) {
+        ok = false;
+        break;
+      }
+    }
+  }
+  return ok;
 }
 
 GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32_t* degree,
@@ -58,7 +90,13 @@ GraphOperator gcn_operator(const CsrView& g, std::int64_t cols, const std::int32
     if (!self_done) self();
   }
   a.offsets[std::size_t(a.rows)] = pos;
-  if (transpose) op.bwd = halo::transpose(a);
+  // On a whole undirected graph the operator is its own transpose (the product of the two
+  // scales commutes exactly): backward multiplies by fwd, and a second copy would only cost
+  // memory (about a gigabyte at ogbn-products' size, on the host and again on the GPU).
+  if (transpose) {
+    op.symmetric = is_symmetric(a);
+    if (!op.symmetric) op.bwd = halo::transpose(a);
+  }
   return op;
 }
 
@@ -74,7 +112,10 @@ GraphOperator mean_operator(const CsrView& g, std::int64_t cols, bool transpose)
     const float w = g.degree(NodeId(u)) ? 1.f / float(g.degree(NodeId(u))) : 0.f;
     for (EdgeId e = g.offsets[u]; e < g.offsets[u + 1]; ++e) a.values[std::size_t(e)] = w;
   }
-  if (transpose) op.bwd = halo::transpose(a);
+  if (transpose) {
+    op.symmetric = is_symmetric(a);
+    if (!op.symmetric) op.bwd = halo::transpose(a);
+  }
   return op;
 }
 

@@ -145,6 +145,9 @@ struct Model::Layer {
   std::vector<std::uint64_t> keep_words;
   KeepBits keep;
   Matrix z;  // aggregate first: A X (owned x in)
+  // The A X the last forward multiplied by (z, or the caller's GraphContext::input_aggregate),
+  // which backward multiplies by too.
+  MatrixView z_used;
   // What z was aggregated from when it may be reused (GraphContext::static_input): the input's
   // storage and shape and the operator; null when z is not reusable.
   struct Source {
@@ -188,6 +191,10 @@ SparseView row_slice(const SparseView& a, std::int64_t begin, std::int64_t end) 
   return {end - begin, a.cols, a.offsets + begin, a.indices, a.values, a.storage_id};
 }
 
+// Transform first when the layer does not widen: the SpMM and the exchange are no wider, and
+// nothing but the input needs keeping for backward (aggregate-first keeps A X as well).
+bool transforms_first(std::int64_t in, std::int64_t out) { return out <= in; }
+
 // Y = A X where the halo rows of X (rows [owned, all)) arrive through the exchange: the inner
 // rows of Y, which read owned rows only, are aggregated while the halo is in flight. consume: X
 // is dead afterwards (the backend may round it in place; one process only, as the halo path
@@ -230,6 +237,25 @@ void aggregate_transpose_with_halo(Backend& be, const GraphContext& g, const Spa
 
 }  // namespace
 
+bool reads_input_only_aggregated(const ModelConfig& c) {
+  return c.kind == ModelKind::kGcn && !(c.input_dropout && c.dropout > 0) &&
+         !transforms_first(c.in, c.layers == 1 ? c.out : c.hidden);
+}
+
+Matrix aggregate_input(Backend& be, const GraphContext& g, const MatrixView& x) {
+  Matrix out(g.owned, x.cols, 0.f, x.device);
+  Matrix staged;
+  MatrixView xa = x;
+  if (g.exchange) {  // [x | halo]: the halo rows come exactly (not a training exchange)
+    staged = Matrix(g.all, x.cols, 0.f, x.device);
+    xa = staged.view();
+    be.copy(x, xa.rows_range(0, g.owned));
+  }
+  aggregate_with_halo(be, g, g.gcn.fwd, xa, out.view(), /*layer=*/0, /*training=*/false,
+                      /*consume=*/false);
+  return out;
+}
+
 MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const MatrixView& x,
                                  bool static_x, bool training, float p, std::uint64_t seed,
                                  std::int64_t epoch, float momentum, float eps, Matrix& y_slab,
@@ -248,6 +274,9 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     be.gemm(false, false, 1.f, x, w.value.view(), 0.f, t_all.rows_range(0, g.owned));
     aggregate_with_halo(be, g, op.fwd, t_all, y, index, training,
                         /*consume=*/true);  // T is transient
+  } else if (index == 0 && g.input_aggregate.data) {
+    z_used = g.input_aggregate;  // computed once by the caller: x is not read
+    be.gemm(false, false, 1.f, z_used, w.value.view(), 0.f, y);
   } else {
     const Source from{x.data, x.rows, x.cols, g.all, op.fwd.offsets};
     if (!static_x || !(z_from == from)) {
@@ -263,7 +292,8 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
                           /*consume=*/false);  // x lives on
       z_from = static_x ? from : Source{};
     }
-    be.gemm(false, false, 1.f, z.view(), w.value.view(), 0.f, y);
+    z_used = z.view();
+    be.gemm(false, false, 1.f, z_used, w.value.view(), 0.f, y);
   }
   if (sage) be.gemm(false, false, 1.f, x, w_root.value.view(), 1.f, y);
   if (!bn) be.add_bias(y, b.value.data());
@@ -377,7 +407,7 @@ MatrixView Model::Layer::linear_backward(Backend& be, const GraphContext& g, con
     dx = sage ? dx_root : shape(ws.grad[cur], g.owned, in);
     be.gemm(false, true, 1.f, dt_own, w.value.view(), sage ? 1.f : 0.f, dx);
   } else {
-    be.gemm(true, false, 1.f, z.view(), dy, 0.f, w.grad.view());
+    be.gemm(true, false, 1.f, z_used, dy, 0.f, w.grad.view());
     ws.y_layer = -1;
     if (!want_dx) return {};
     const MatrixView dz = shape(spare, g.owned, in);
@@ -412,9 +442,7 @@ Model::Model(const ModelConfig& config, std::uint64_t seed, Device device)
     L->sage = config_.kind == ModelKind::kSage;
     L->in = l == 0 ? config_.in : config_.hidden;
     L->out = L->last ? config_.out : config_.hidden;
-    // Transform first when the layer does not widen: the SpMM and the exchange are no wider, and
-    // nothing but the input needs keeping for backward (aggregate-first keeps A X as well).
-    L->transform_first = L->out <= L->in;
+    L->transform_first = transforms_first(L->in, L->out);
     const std::string pre = "layer" + std::to_string(l) + ".";
     L->w = make_param(pre + "weight", glorot(L->in, L->out, seed, std::uint64_t(l) * 4, device));
     L->b = make_param(pre + "bias", Matrix(1, L->out, 0.f, device));

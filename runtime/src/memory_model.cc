@@ -239,8 +239,12 @@ void input_terms(const RankShape& r, const ModelShape& m, MemoryEstimate& est) {
 
   // gcn_operator / mean_operator: the forward CSR over owned rows (GCN adds a self-loop per
   // row) and its transpose over all rows: int64 offsets, int32 indices, float values each.
+  // GCN's operator on a whole undirected graph (no halo columns) is its own transpose and is
+  // stored once (GraphOperator::symmetric).
   const std::int64_t op_nnz = m.sage ? e : e + n;
-  est.op = kOffset * (n + 1) + kOffset * (all + 1) + 2 * (kFloat + kFloat) * op_nnz;
+  const bool own_transpose = !m.sage && r.halo == 0 && !r.directed;
+  est.op = kOffset * (n + 1) + (kFloat + kFloat) * op_nnz;
+  if (!own_transpose) est.op += kOffset * (all + 1) + (kFloat + kFloat) * op_nnz;
 }
 
 // Activations: the forward pass's slabs, sized once and reused every epoch.

@@ -132,6 +132,15 @@ void ModelInputs::drop_features() {
   x = {};
 }
 
+void ModelInputs::aggregate_input_once(Backend& be, const ModelConfig& model, GraphContext& ctx) {
+  if (!reads_input_only_aggregated(model)) return;
+  x_agg = aggregate_input(be, ctx, x);
+  ctx.input_aggregate = x_agg.view();
+  const MatrixView shape{nullptr, x.rows, x.cols, x.device};
+  drop_features();  // the mapped features stay mapped: pages nothing reads again
+  x = shape;
+}
+
 std::unique_ptr<RankInput> open_dataset_rank(const fs::path& dataset) {
   auto in = std::make_unique<RankInput>();
   const GraphDataset& d = in->dataset.emplace(read_graph_dataset(dataset));
@@ -139,6 +148,7 @@ std::unique_ptr<RankInput> open_dataset_rank(const fs::path& dataset) {
   r.source = dataset.string();
   r.dataset_fingerprint = read_dataset_meta(dataset).value("fingerprint", "");
   r.owned = r.all = r.inner = r.global_nodes = d.num_nodes();
+  r.directed = d.directed;
   r.graph = d.graph.view();
   in->degree.resize(static_cast<std::size_t>(r.owned));
   for (std::int64_t v = 0; v < r.owned; ++v)
@@ -174,6 +184,7 @@ std::unique_ptr<RankInput> open_parts_rank(const fs::path& parts, Communicator& 
   r.all = p.num_owned + p.num_halo;
   r.inner = p.num_inner;
   r.global_nodes = p.global_nodes;
+  r.directed = meta.at("dataset").value("directed", false);
   r.graph = p.graph.view();
   r.degree = p.degree.data();
   r.global_ids = p.global_ids.data();

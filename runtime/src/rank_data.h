@@ -25,6 +25,7 @@ struct RankData {
   std::string dataset_fingerprint;  // of the dataset (a checkpoint's key)
   std::string partition;            // fingerprint of PARTS; empty for one process
   std::int64_t owned = 0, all = 0, inner = 0, global_nodes = 0;
+  bool directed = false;                 // the dataset's arcs go one way (no symmetric operator)
   CsrView graph;                         // owned rows, columns over [owned | halo]
   const std::int32_t* degree = nullptr;  // [all] global degrees
   const NodeId* global_ids = nullptr;    // [all]; null = identity (one process)
@@ -67,6 +68,7 @@ struct ModelInputs {
   GraphOperator gcn, mean;
   AttentionGraph attention;  // --model gat
   Matrix x_dev;              // device copies (CUDA)
+  Matrix x_agg;              // layer 0's A X, when the model reads x only through it
   GraphOperator gcn_dev, mean_dev;
   DeviceArray<EdgeId> att_offsets, att_t_offsets, att_t_edge;
   DeviceArray<NodeId> att_indices, att_t_rows, gids_dev;
@@ -79,6 +81,10 @@ struct ModelInputs {
   void place(const RankData& d, ModelKind kind, Device dev, GraphContext& ctx);
   // Frees the normalised and device copies of the features (once layer 0 has read them).
   void drop_features();
+  // For a model that reads x only through A X (reads_input_only_aggregated): computes A X once
+  // (collective: the halo rows are exchanged) into ctx.input_aggregate and drops the copies of
+  // the features, which nothing reads again; x keeps its shape without data. Else nothing.
+  void aggregate_input_once(Backend& be, const ModelConfig& model, GraphContext& ctx);
 };
 
 // The native dataset at `dataset` for one process.

@@ -34,6 +34,7 @@ json TrainSummary::to_json() const {
       j["rank_peak_rss_mb"] = rank_peak_rss_mb;
     }
     j["halo_bytes_per_epoch"] = halo_bytes_per_epoch;
+    j["setup_halo_bytes"] = setup_halo_bytes;
     j["halo_wait_s"] = halo_wait_s;
     j["allreduce_s"] = allreduce_s;
     j["compute_s"] = compute_s;

@@ -67,6 +67,7 @@ RankShape rank_shape(const RankData& d, const Split& split, int ranks, int rank)
   r.rank = rank;
   r.part = d.global_ids != nullptr;
   r.global_nodes = d.global_nodes;
+  r.directed = d.directed;
   // Only rank 0's multi-label metric buffers read it; the local sets times the ranks bound it.
   r.global_split_rows =
       std::int64_t(std::max({split.train.size(), split.valid.size(), split.test.size()})) * ranks;
@@ -120,6 +121,7 @@ struct RankRun {
   Matrix grads;      // all gradients in one buffer: one all-reduce per step
   MetricBuffers metric_bufs;
   FigureHistory history;
+  double setup_bytes = 0;  // all ranks: halo bytes sent once before epoch 1 (layer 0's A X)
 };
 
 // Completes the options from the data (split, model widths), checks them, and refuses a run the
@@ -174,6 +176,13 @@ void place(RankRun& k) {
                                         opt.halo_staleness, opt.halo_smoothing);
   k.ctx.exchange = k.exch.get();
   k.ctx.static_input = true;  // x is the dataset's features for the whole run
+  // Layer 0's A X once, exchange included: no epoch repeats it (its bytes are the summary's
+  // setup_halo_bytes, not epoch 1's).
+  k.inputs.aggregate_input_once(*k.be, k.opt.model, k.ctx);
+  if (k.exch) {
+    k.setup_bytes = double(k.exch->stats().bytes_sent);
+    k.comm.allreduce(&k.setup_bytes, 1);
+  }
 }
 
 // The loss is a mean over the labelled training rows (entries, multi-label) of the whole graph.
@@ -443,6 +452,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   for (int run = 0; run < opt.runs; ++run) states.push_back(train_run(k, run, last));
 
   TrainSummary summary = summarize_runs(comm, states, k.history, d.owned, d.all - d.owned, k.gpu);
+  summary.setup_halo_bytes = k.setup_bytes;
   summary.metric = k.multilabel ? "rocauc" : "acc";
   summary.ranks = k.ranks;
   summary.matmul_precision = to_string(opt.matmul_precision);

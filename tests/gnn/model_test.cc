@@ -506,6 +506,107 @@ TEST(Model, StaticInputAggregatesTheFeaturesOnce) {
   EXPECT_EQ(dropped_static, every) << "input dropout changes the features every epoch";
 }
 
+// Backward multiplies by the operator itself when it is symmetric: the same bits as with an
+// explicit transpose, for every logit and gradient over several steps.
+TEST(Model, ASymmetricOperatorStandsForItsTransposeBitForBit) {
+  const std::int64_t n = 90, in = 5, hidden = 12, out = 3;
+  RandomTask task(n, 0, in, out, 8);
+  std::vector<std::pair<int, int>> edges;
+  for (int u = 0; u < n; ++u)  // no self-loops: the operator then adds exactly one per row
+    for (int k : {1, 7, 20}) edges.emplace_back(u, int((u + k) % n));
+  task.t.build(n, edges);
+  ASSERT_TRUE(task.t.gcn.symmetric);
+  GraphOperator explicit_op;
+  explicit_op.fwd = task.t.gcn.fwd;
+  explicit_op.bwd = transpose(task.t.gcn.fwd);
+  ModelConfig cfg;
+  cfg.layers = 3;
+  cfg.in = in;
+  cfg.hidden = hidden;
+  cfg.out = out;
+  cfg.dropout = 0.3f;
+  auto run = [&](const GraphOperator& op) {
+    GraphContext ctx = task.t.ctx;
+    ctx.gcn = op.view();
+    Model model(cfg, 4);
+    std::vector<float> seen;
+    Matrix d(n, out);
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+      const MatrixView z = model.forward(cpu_backend(), ctx, task.x.view(), true, 6, epoch);
+      seen.insert(seen.end(), z.data, z.data + z.size());
+      cpu_backend().softmax_xent(z, task.labels.data(), task.rows.data(), n, double(n), d.view(),
+                                 nullptr);
+      model.backward(cpu_backend(), ctx, d.view());
+      for (Param* p : model.params()) {
+        seen.insert(seen.end(), p->grad.data(), p->grad.data() + p->grad.size());
+        cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(),
+                           p->value.size(), AdamStep{});
+      }
+    }
+    return seen;
+  };
+  EXPECT_EQ(run(task.t.gcn), run(explicit_op));
+}
+
+// A caller that hands in layer 0's A X (aggregate_input) gets the same bits as the model's own
+// cached aggregate, and the model never reads x: it may be a shape without data.
+TEST(Model, AnInputAggregateStandsForTheFeaturesBitForBit) {
+  const std::int64_t n = 100, in = 6, hidden = 16, out = 3;
+  RandomTask task(n, 400, in, out, 11);
+  ModelConfig cfg;
+  cfg.layers = 3;
+  cfg.in = in;
+  cfg.hidden = hidden;
+  cfg.out = out;
+  cfg.batch_norm = true;
+  ASSERT_TRUE(reads_input_only_aggregated(cfg));
+  auto run = [&](bool handed_in) {
+    GraphContext ctx = task.t.ctx;
+    ctx.static_input = true;
+    Matrix ax;
+    MatrixView x = task.x.view();
+    if (handed_in) {
+      ax = aggregate_input(cpu_backend(), ctx, x);
+      ctx.input_aggregate = ax.view();
+      x.data = nullptr;
+    }
+    Model model(cfg, 3);
+    std::vector<float> seen;
+    Matrix d(n, out);
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+      const MatrixView z = model.forward(cpu_backend(), ctx, x, true, 5, epoch);
+      seen.insert(seen.end(), z.data, z.data + z.size());
+      cpu_backend().softmax_xent(z, task.labels.data(), task.rows.data(), n, double(n), d.view(),
+                                 nullptr);
+      model.backward(cpu_backend(), ctx, d.view());
+      for (Param* p : model.params()) {
+        seen.insert(seen.end(), p->grad.data(), p->grad.data() + p->grad.size());
+        cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(),
+                           p->value.size(), AdamStep{});
+      }
+      const MatrixView e = model.forward(cpu_backend(), ctx, x, false, 5, epoch);
+      seen.insert(seen.end(), e.data, e.data + e.size());
+    }
+    return seen;
+  };
+  EXPECT_EQ(run(true), run(false));
+  // Where x is read beside A X, or changes, or the layer transforms first, nothing stands for it.
+  ModelConfig c = cfg;
+  c.kind = ModelKind::kSage;
+  EXPECT_FALSE(reads_input_only_aggregated(c));
+  c = cfg;
+  c.input_dropout = true;
+  EXPECT_FALSE(reads_input_only_aggregated(c));
+  c.dropout = 0;
+  EXPECT_TRUE(reads_input_only_aggregated(c));
+  c = cfg;
+  c.hidden = in;
+  EXPECT_FALSE(reads_input_only_aggregated(c));
+  c = cfg;
+  c.layers = 1;
+  EXPECT_FALSE(reads_input_only_aggregated(c));  // 6 -> 3 classes: transform first
+}
+
 TEST(Model, RejectsImpossibleConfigurations) {
   ModelConfig cfg;
   cfg.in = 3;

@@ -106,8 +106,9 @@ TEST(SparseMatrix, GraphOperatorToDeviceCpuKeepsBothMatrices) {
   el.src = {0, 1};
   el.dst = {1, 2};
   const Csr g = build_csr(std::move(el));
-  const std::vector<std::int32_t> degree = {1, 2, 1};
-  const GraphOperator op = gcn_operator(g.view(), 3, degree.data());
+  const std::vector<std::int32_t> degree = {1, 2, 1, 1};
+  const GraphOperator op = gcn_operator(g.view(), 4, degree.data());  // a halo column
+  ASSERT_FALSE(op.symmetric);
   const GraphOperator host = op.to_device(Device::kCpu);
   for (const auto& [got, want] : {std::pair{&host.fwd, &op.fwd}, std::pair{&host.bwd, &op.bwd}}) {
     EXPECT_EQ(got->device(), Device::kCpu);
@@ -120,6 +121,11 @@ TEST(SparseMatrix, GraphOperatorToDeviceCpuKeepsBothMatrices) {
   const OperatorView v = host.view();
   EXPECT_EQ(v.fwd.values, host.fwd.values.data());
   EXPECT_EQ(v.bwd.values, host.bwd.values.data());
+  // A symmetric operator travels once and stays its own transpose.
+  const GraphOperator sym = gcn_operator(g.view(), 3, degree.data()).to_device(Device::kCpu);
+  ASSERT_TRUE(sym.symmetric);
+  EXPECT_TRUE(sym.bwd.indices.empty());
+  EXPECT_EQ(sym.view().bwd.values, sym.fwd.values.data());
 }
 
 // Without a GPU the copy to the device fails with the reason, as every device allocation does.

@@ -62,8 +62,12 @@ TEST(MemoryModel, HandComputedGolden) {
   EXPECT_EQ(e.features, 4 * 1000 * 16);
   EXPECT_EQ(e.graph,
             8 * 1001 + 4 * 5000 + 4 * 1000 /*degree*/ + 4 * 1000 /*labels*/ + 4 * 1000 /*split*/);
-  // GCN adds 1,000 self-loops; the transpose has as many entries.
-  EXPECT_EQ(e.op, 8 * 1001 * 2 + 16 * (5000 + 1000));
+  // GCN adds 1,000 self-loops. On the whole undirected graph the operator is its own transpose;
+  // a directed graph's has a transpose with as many entries.
+  EXPECT_EQ(e.op, 8 * 1001 + 8 * (5000 + 1000));
+  RankShape directed = small_rank();
+  directed.directed = true;
+  EXPECT_EQ(estimate_rank_memory(directed, small_model()).op, 8 * 1001 * 2 + 16 * (5000 + 1000));
   EXPECT_EQ(e.activations, 4 * 1000 * 8 /*saved*/ + 4 * 1000 * 4 /*logits*/);
   EXPECT_EQ(e.gradients,
             4 * 1000 * 8 /*grad[0]*/ + 4 * 1000 * 4 /*tail*/ + 4 * 1000 * 4 /*dlogits*/);
@@ -114,8 +118,12 @@ TEST(MemoryModel, OperatorAndGraphScaleWithNonzeros) {
   const MemoryEstimate a = estimate_rank_memory(r, m);
   r.nnz += 1000;
   const MemoryEstimate b = estimate_rank_memory(r, m);
-  EXPECT_EQ(b.op - a.op, 16 * 1000);       // index and value, forward and transpose
-  EXPECT_EQ(b.graph - a.graph, 4 * 1000);  // the mapped indices
+  EXPECT_EQ(b.op - a.op, 8 * 1000);  // index and value, the operator being its own transpose
+  RankShape part = part_rank();
+  const MemoryEstimate pa = estimate_rank_memory(part, m);
+  part.nnz += 1000;
+  EXPECT_EQ(estimate_rank_memory(part, m).op - pa.op, 16 * 1000);  // and the transpose's
+  EXPECT_EQ(b.graph - a.graph, 4 * 1000);                          // the mapped indices
   EXPECT_EQ(b.activations, a.activations);
   ModelShape sage = m;
   sage.sage = true;  // the mean operator has no self-loops

@@ -3,7 +3,8 @@
 //          degrees of the whole graph (so a part computes exactly the rows one process would);
 //   mean = D^-1 A (GraphSAGE's mean aggregator; rows without neighbours stay zero);
 // each with its transpose (rows = owned + halo), which backward multiplies by — precomputed so
-// backward is a gather, never a scatter with atomics.
+// backward is a gather, never a scatter with atomics. An operator equal to its transpose (GCN's
+// on a whole undirected graph: one process, or one part) is its own: no second copy is stored.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,15 @@ struct OperatorView {
 
 // An operator and its transpose, owned together in one memory (host or device: SparseMatrix).
 struct GraphOperator {
-  SparseMatrix fwd;  // rows x cols
-  SparseMatrix bwd;  // its transpose: cols x rows
-  // Both views, wherever the matrices live.
-  OperatorView view() const { return {fwd.view(), bwd.view()}; }
+  SparseMatrix fwd;        // rows x cols
+  SparseMatrix bwd;        // its transpose: cols x rows (empty when symmetric)
+  bool symmetric = false;  // fwd equals its transpose bit for bit, and stands for it
+  // Both views, wherever the matrices live (a symmetric operator's are the same matrix).
+  OperatorView view() const { return {fwd.view(), symmetric ? fwd.view() : bwd.view()}; }
   // Both copied into d's memory (SparseMatrix::to_device: on the GPU, a storage_id each).
-  GraphOperator to_device(Device d) const { return {fwd.to_device(d), bwd.to_device(d)}; }
+  GraphOperator to_device(Device d) const {
+    return {fwd.to_device(d), symmetric ? SparseMatrix() : bwd.to_device(d), symmetric};
+  }
 };
 
 // g: rows = owned nodes, columns over [0, cols) where the first g.num_nodes columns are the
@@ -37,5 +41,8 @@ GraphOperator mean_operator(const CsrView& g, std::int64_t cols, bool transpose 
 
 // The transpose of a host CSR operator, rows sorted by column (deterministic; a host matrix).
 SparseMatrix transpose(const SparseMatrix& a);
+// True when the host matrix a is square, its rows are sorted, and each stored (u, v) has a
+// (v, u) of the same bits: then transpose(a) == a exactly.
+bool is_symmetric(const SparseMatrix& a);
 
 }  // namespace halo

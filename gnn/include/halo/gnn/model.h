@@ -84,7 +84,18 @@ struct GraphContext {
   // the first layer's A X, exchange included, is then computed once and reused while neither x
   // nor the operator changes and no input dropout applies.
   bool static_input = false;
+  // Layer 0's A X (owned x in), computed once by the caller with aggregate_input for a model
+  // that reads_input_only_aggregated: forward and backward then use it and never read x, so the
+  // caller may free its features (about a gigabyte on the GPU at ogbn-products' size).
+  MatrixView input_aggregate;
 };
+
+// Whether layer 0 of a model so configured reads its input only through A X (GCN aggregating
+// first, no input dropout): then GraphContext::input_aggregate may stand for the input.
+bool reads_input_only_aggregated(const ModelConfig& c);
+// A X over the owned rows (owned x x.cols, in x's memory), the halo rows of x exchanged exactly
+// first (collective, as a layer's exchange): what layer 0 of such a model computes from x.
+Matrix aggregate_input(Backend& be, const GraphContext& g, const MatrixView& x);
 
 // What a pass hands its caller layer by layer: layer l's output (owned x width: a hidden layer's
 // after its activation and dropout, the last layer's logits), valid only during the call.

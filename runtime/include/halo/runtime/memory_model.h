@@ -12,7 +12,8 @@
 //   bytes = 4 N F                               features.bin, mapped and read
 //         + 8 N + 4 E + 4 A + 4 N + 4 N + 4 R + 4 S   offsets, indices, degrees, global ids,
 //                                               labels, split rows R, send lists (mapped)
-//         + 16 (E + N) + 8 (N + A)              the operator and its transpose
+//         + 16 (E + N) + 8 (N + A)              the operator and its transpose (8 (E + N) + 8 N
+//                                               on a whole undirected graph: its own transpose)
 //         + 4 A W (L - 1) + 4 N F [F < W] + 4 N C
 //                                               kept: one A x W slab per hidden layer, A X of a
 //                                               first layer that widens, the logits
@@ -48,6 +49,7 @@ struct RankShape {
   int ranks = 1;                  // K of the job; 1 = no exchange, no gradient all-reduce
   int rank = 0;                   // rank 0 also gathers predictions
   bool part = true;               // a PARTS part (mapped degrees and global ids) or a dataset
+  bool directed = false;          // arcs one way: GCN's operator is not its own transpose
   std::int64_t global_nodes = 0;  // of the whole graph (rank 0's prediction buffers)
   // The largest split row set of the whole graph (rank 0 gathers multi-label scores of it).
   std::int64_t global_split_rows = 0;

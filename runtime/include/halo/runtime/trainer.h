@@ -90,6 +90,9 @@ struct TrainSummary {
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
   double halo_bytes_per_epoch = 0;  // all ranks together, one training step
+  // All ranks together, once before the first epoch: the input rows layer 0's A X reads (a GCN
+  // that aggregates first computes it once; no epoch exchanges them again).
+  double setup_halo_bytes = 0;
   double halo_wait_s = 0, allreduce_s = 0, compute_s = 0;
   // Per rank, in rank order (rank 0's summary only; empty for one process): its part's owned and
   // halo rows and its peak resident memory, the figures the per-rank memory model predicts.
