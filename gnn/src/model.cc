@@ -216,6 +216,18 @@ void aggregate_with_halo(Backend& be, const GraphContext& g, const SparseView& a
     be.spmm(row_slice(a, g.inner, g.owned), x_all, y.rows_range(g.inner, g.owned));
 }
 
+// Y = A X for an X of the owned rows only, X living on: with an exchange, [X | halo] is assembled
+// in `staged` (all x X.cols) first.
+void aggregate_owned(Backend& be, const GraphContext& g, const SparseView& a, const MatrixView& x,
+                     const MatrixView& staged, const MatrixView& y, int layer, bool training) {
+  MatrixView xa = x;
+  if (g.exchange) {
+    xa = staged;
+    be.copy(x, xa.rows_range(0, g.owned));
+  }
+  aggregate_with_halo(be, g, a, xa, y, layer, training, /*consume=*/false);
+}
+
 // D = A^T dY over [owned | halo] rows, then the halo rows' gradients travel home and are added
 // into their owners' rows: the halo rows are computed first and sent while the owned rows are
 // computed. On return rows [0, owned) of d hold the complete gradient.
@@ -244,15 +256,10 @@ bool reads_input_only_aggregated(const ModelConfig& c) {
 
 Matrix aggregate_input(Backend& be, const GraphContext& g, const MatrixView& x) {
   Matrix out(g.owned, x.cols, 0.f, x.device);
-  Matrix staged;
-  MatrixView xa = x;
-  if (g.exchange) {  // [x | halo]: the halo rows come exactly (not a training exchange)
-    staged = Matrix(g.all, x.cols, 0.f, x.device);
-    xa = staged.view();
-    be.copy(x, xa.rows_range(0, g.owned));
-  }
-  aggregate_with_halo(be, g, g.gcn.fwd, xa, out.view(), /*layer=*/0, /*training=*/false,
-                      /*consume=*/false);
+  const Matrix staged = g.exchange ? Matrix(g.all, x.cols, 0.f, x.device) : Matrix();
+  // Not a training exchange: the halo rows come exactly, whatever the staleness.
+  aggregate_owned(be, g, g.gcn.fwd, x, staged.view(), out.view(), /*layer=*/0,
+                  /*training=*/false);
   return out;
 }
 
@@ -282,14 +289,9 @@ MatrixView Model::Layer::forward(Backend& be, const GraphContext& g, const Matri
     if (!static_x || !(z_from == from)) {
       // Every rank decides alike (same options, same first call), so a skipped exchange is
       // skipped everywhere.
-      MatrixView xa = x;
-      if (g.exchange) {
-        xa = shape(staging, g.all, in);
-        be.copy(x, xa.rows_range(0, g.owned));
-      }
       z.resize(g.owned, in);
-      aggregate_with_halo(be, g, op.fwd, xa, z.view(), index, training,
-                          /*consume=*/false);  // x lives on
+      aggregate_owned(be, g, op.fwd, x, g.exchange ? shape(staging, g.all, in) : MatrixView{},
+                      z.view(), index, training);
       z_from = static_x ? from : Source{};
     }
     z_used = z.view();

@@ -308,6 +308,30 @@ struct RandomTask {
     for (auto& v : f.storage()) v = nd(g);
     return f;
   }
+  // Every logit and parameter gradient of `epochs` training steps (Adam between them) on input,
+  // each step followed, when `evaluate`, by an evaluation forward's logits.
+  std::vector<float> train(Model& model, const GraphContext& ctx, const MatrixView& input,
+                           int epochs, std::uint64_t seed, bool evaluate) {
+    Backend& be = cpu_backend();
+    std::vector<float> seen;
+    Matrix d(n, model.config().out);
+    for (int epoch = 1; epoch <= epochs; ++epoch) {
+      const MatrixView z = model.forward(be, ctx, input, true, seed, epoch);
+      seen.insert(seen.end(), z.data, z.data + z.size());
+      be.softmax_xent(z, labels.data(), rows.data(), n, double(n), d.view(), nullptr);
+      model.backward(be, ctx, d.view());
+      for (Param* p : model.params()) {
+        seen.insert(seen.end(), p->grad.data(), p->grad.data() + p->grad.size());
+        be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(),
+                AdamStep{});
+      }
+      if (evaluate) {
+        const MatrixView e = model.forward(be, ctx, input, false, seed, epoch);
+        seen.insert(seen.end(), e.data, e.data + e.size());
+      }
+    }
+    return seen;
+  }
 };
 
 // The memory plan: a GCN keeps one N x hidden slab per hidden layer plus one shared gradient
@@ -529,21 +553,7 @@ TEST(Model, ASymmetricOperatorStandsForItsTransposeBitForBit) {
     GraphContext ctx = task.t.ctx;
     ctx.gcn = op.view();
     Model model(cfg, 4);
-    std::vector<float> seen;
-    Matrix d(n, out);
-    for (int epoch = 1; epoch <= 3; ++epoch) {
-      const MatrixView z = model.forward(cpu_backend(), ctx, task.x.view(), true, 6, epoch);
-      seen.insert(seen.end(), z.data, z.data + z.size());
-      cpu_backend().softmax_xent(z, task.labels.data(), task.rows.data(), n, double(n), d.view(),
-                                 nullptr);
-      model.backward(cpu_backend(), ctx, d.view());
-      for (Param* p : model.params()) {
-        seen.insert(seen.end(), p->grad.data(), p->grad.data() + p->grad.size());
-        cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(),
-                           p->value.size(), AdamStep{});
-      }
-    }
-    return seen;
+    return task.train(model, ctx, task.x.view(), 3, 6, /*evaluate=*/false);
   };
   EXPECT_EQ(run(task.t.gcn), run(explicit_op));
 }
@@ -571,23 +581,7 @@ TEST(Model, AnInputAggregateStandsForTheFeaturesBitForBit) {
       x.data = nullptr;
     }
     Model model(cfg, 3);
-    std::vector<float> seen;
-    Matrix d(n, out);
-    for (int epoch = 1; epoch <= 3; ++epoch) {
-      const MatrixView z = model.forward(cpu_backend(), ctx, x, true, 5, epoch);
-      seen.insert(seen.end(), z.data, z.data + z.size());
-      cpu_backend().softmax_xent(z, task.labels.data(), task.rows.data(), n, double(n), d.view(),
-                                 nullptr);
-      model.backward(cpu_backend(), ctx, d.view());
-      for (Param* p : model.params()) {
-        seen.insert(seen.end(), p->grad.data(), p->grad.data() + p->grad.size());
-        cpu_backend().adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(),
-                           p->value.size(), AdamStep{});
-      }
-      const MatrixView e = model.forward(cpu_backend(), ctx, x, false, 5, epoch);
-      seen.insert(seen.end(), e.data, e.data + e.size());
-    }
-    return seen;
+    return task.train(model, ctx, x, 3, 5, /*evaluate=*/true);
   };
   EXPECT_EQ(run(true), run(false));
   // Where x is read beside A X, or changes, or the layer transforms first, nothing stands for it.
