@@ -32,6 +32,7 @@
 
 #ifdef HALO_HAVE_PTSCOTCH
 #include <mpi.h>
+#include <omp.h>
 
 #include <cstdint>
 // ptscotch.h needs <stdio.h>, <stdint.h> and <mpi.h> first.
@@ -88,7 +89,7 @@ void ensure_mpi() {
   MPI_Initialized(&up);
   if (up) return;
   int provided = 0;
-  HALO_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+  HALO_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::atexit([] {
     int done = 0;
@@ -190,6 +191,15 @@ void validate_slice(const GraphDataset& d, const fs::path& dir, std::int64_t b, 
   }
 }
 
+// Threads per rank for PT-Scotch. Debian's build (SCOTCH_PTHREAD_MPI) lets them call MPI at
+// once, which is safe only at MPI_THREAD_MULTIPLE: below it they raced inside Open MPI's
+// progress engine (a rare SIGSEGV in a 2-rank test). One thread then; else OMP_NUM_THREADS's.
+int scotch_threads() {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  return level >= MPI_THREAD_MULTIPLE ? std::max(1, omp_get_max_threads()) : 1;
+}
+
 // PT-Scotch handles, released in reverse order of creation.
 struct Scotch {
   SCOTCH_Dgraph graph{}, bound{};
@@ -266,6 +276,9 @@ std::vector<PartId> map_slice(const Job& job, const GraphDataset& d, std::int64_
     build_arch(s, o);
     HALO_SCOTCH(SCOTCH_contextInit(&s.context));
     s.context_ok = true;
+    // Unbound (-1): ranks sharing a host would otherwise pin their threads to the same cores.
+    std::vector<int> cores(std::size_t(scotch_threads()), -1);
+    HALO_SCOTCH(SCOTCH_contextThreadSpawn(&s.context, int(cores.size()), cores.data()));
     HALO_SCOTCH(SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMDETERMINISTIC, 1));
     HALO_SCOTCH(SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1));
     SCOTCH_contextRandomSeed(&s.context, SCOTCH_Num(o.seed & 0x7fffffffffffffffull));
@@ -665,6 +678,7 @@ json partition_dataset_ptscotch(const fs::path& dataset, const fs::path& out,
     const json extra = {{"dataset_path", fs::absolute(dataset).string()},
                         {"dataset_fingerprint", d.fingerprint},
                         {"ranks", job.size},
+                        {"threads_per_rank", scotch_threads()},
                         {"seconds", {{"load", load_s}, {"partition", partition_s}}},
                         {"peak_rss_bytes", *std::max_element(peaks.begin(), peaks.end())},
                         {"peak_rss_bytes_per_rank", peaks},

@@ -553,7 +553,7 @@ class InitWatchdog {
 };
 }  // namespace
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+MpiSession::MpiSession(int* argc, char*** argv, bool library_threads) {
   if (!launched_by_mpi()) return;
   int rank = -1, size = 0;
   rank_from_env(&rank, &size);
@@ -571,7 +571,8 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int rc = MPI_SUCCESS;
   {
     InitWatchdog watchdog(limit, rank, size);
-    rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+    rc = MPI_Init_thread(argc, argv, library_threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
+                         &provided);
   }
   if (rc != MPI_SUCCESS) return;
   g_serialized = provided >= MPI_THREAD_SERIALIZED;

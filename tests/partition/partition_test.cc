@@ -826,14 +826,14 @@ TEST(Reorder, RejectsUnknownMethodsAndBadBlocks) {
 // ---- --method ptscotch: the halo command under mpirun, P = 1, 2, 4 ----------------------------
 
 // `halo partition ... --method ptscotch` on P ranks (P = 1: the plain command, an MPI
-// singleton), stdout and stderr together.
+// singleton) of `threads` OpenMP threads each, stdout and stderr together.
 test::Run ptscotch(const std::string& graph, int ranks, const std::string& args,
-                   const fs::path& out_file) {
+                   const fs::path& out_file, int threads = 1) {
   // mpirun refuses root without these; the container may lack cross-memory attach.
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);
-  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
   const std::string launch = ranks == 1 ? ""
                                         : test::configured("HALO_MPIEXEC", HALO_MPIEXEC) +
                                               " --oversubscribe --bind-to none -np " +
@@ -911,6 +911,26 @@ TEST(PtScotchRun, SameSeedSameOwner) {
     const Array<PartId> x = read_owner(a), y = read_owner(b);
     EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << "P = " << ranks;
   }
+}
+
+// PT-Scotch's threads call MPI at once (Debian builds it with SCOTCH_PTHREAD_MPI): the ranks
+// ask for MPI_THREAD_MULTIPLE and run OMP_NUM_THREADS of them, the same owner every time. (At
+// MPI_THREAD_SERIALIZED they raced in Open MPI: a rare SIGSEGV at P = 2.)
+TEST(PtScotchRun, RanksRunScotchThreadsUnderThreadMultiple) {
+  if (!ptscotch_available()) GTEST_SKIP() << "built without PT-Scotch";
+  TempDir t;
+  const GraphDataset d = read_graph_dataset(dataset("sbm"));
+  std::vector<std::vector<PartId>> owners;
+  for (const char* name : {"a", "b"}) {
+    const fs::path out = t / name;
+    const test::Run r = ptscotch("sbm", 2, "-k 5 --seed 4 -o " + out.string(), t / "out.txt", 2);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(read_parts_meta(out)["threads_per_rank"], 2);
+    check_invariants(d, out, 5);
+    const Array<PartId> got = read_owner(out);
+    owners.emplace_back(got.begin(), got.end());
+  }
+  EXPECT_EQ(owners[0], owners[1]);
 }
 
 // The lines starting "error:" in a run's output (mpirun adds its own banner).

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <new>
+#include <string_view>
 
 #include "commands.h"
 #include "halo/graph/error.h"
@@ -33,7 +34,10 @@ int fail(int code, const std::string& what) {
 int main(int argc, char** argv) {
   // Under a launcher this process becomes the rank's supervisor and a forked worker goes on.
   if (const int code = halo::supervise_rank(); code >= 0) return code;
-  halo::MpiSession mpi(&argc, &argv);  // only when started by mpirun / srun
+  // Only when started by mpirun / srun. `partition` runs PT-Scotch, whose threads call MPI
+  // concurrently (Debian builds it with SCOTCH_PTHREAD_MPI).
+  const bool partition = argc > 1 && std::string_view(argv[1]) == "partition";
+  halo::MpiSession mpi(&argc, &argv, partition);
   halo::join_supervisors(halo::world());
   try {
     return halo::cli::run_command(argc, argv);

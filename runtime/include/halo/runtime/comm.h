@@ -138,9 +138,11 @@ std::string nccl_unavailable_reason();
 bool launched_by_mpi();
 
 // MPI for the lifetime of the object (MPI_Init_thread .. MPI_Finalize) when launched_by_mpi().
+// `library_threads`: a library's own threads will call MPI at once (PT-Scotch's), so ask for
+// MPI_THREAD_MULTIPLE; otherwise MPI_THREAD_SERIALIZED, which halo's own threads need.
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv);
+  MpiSession(int* argc, char*** argv, bool library_threads = false);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
