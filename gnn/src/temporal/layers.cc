@@ -219,6 +219,43 @@ void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Par
   }
 }
 
+// a · b over n floats.
+inline float dot(const float* a, const float* b, std::int64_t n) {
+  float s = 0.f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t c = 0; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
+
+// y += a x over n floats.
+inline void axpy(float a, const float* x, float* y, std::int64_t n) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < n; ++c) y[c] += a * x[c];
+}
+
+// W's rows [dn, dn + ds) with head h's columns in row block h: (heads * ds) x dq, zero elsewhere,
+// so one product serves every head (the zeros cost a factor `heads` on a small GEMM).
+void head_blocks(const Matrix& w, std::int64_t dn, std::int64_t ds, int heads, Matrix& out) {
+  const std::int64_t dq = w.cols(), dhd = dq / heads;
+  out.resize(heads * ds, dq);
+  out.fill(0.f);
+  for (int h = 0; h < heads; ++h)
+    for (std::int64_t c = 0; c < ds; ++c)
+      std::copy_n(w.data() + (dn + c) * dq + h * dhd, dhd,
+                  out.data() + (h * ds + c) * dq + h * dhd);
+}
+
+// grad's rows [dn, dn + ds) += the head blocks of d (head_blocks' placement, inverted).
+void add_head_blocks(const Matrix& d, std::int64_t dn, std::int64_t ds, int heads, Matrix& grad) {
+  const std::int64_t dq = grad.cols(), dhd = dq / heads;
+  for (int h = 0; h < heads; ++h)
+    for (std::int64_t c = 0; c < ds; ++c) {
+      const float* src = d.data() + (h * ds + c) * dq + h * dhd;
+      float* dst = grad.data() + (dn + c) * dq + h * dhd;
+      for (std::int64_t j = 0; j < dhd; ++j) dst[j] += src[j];
+    }
+}
+
 }  // namespace
 
 TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk,
@@ -284,46 +321,41 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
   Vn_.resize(kv.nodes.rows, dq_);
   be.gemm(false, false, 1.f, nodes_.view(), wk_.value.view().rows_range(0, dn), 0.f, Kn_.view());
   be.gemm(false, false, 1.f, nodes_.view(), wv_.value.view().rows_range(0, dn), 0.f, Vn_.view());
-  K_.resize(sv, dq_);
-  V_.resize(sv, dq_);
+  slots_.resize(sv, ds);
+  if (ds > 0) be.gather_rows(kv.slots, slot_of_.data(), sv, slots_.view());
+  // The per-slot columns folded into the queries: P = Q kblocksᵀ, head h's in columns
+  // [h ds, (h + 1) ds), so a score is Q_h·(Kn_h + b_k,h) + P_h·s without a per-slot projection.
+  const std::int64_t hs = heads_ * ds;
+  P_.resize(B, hs);
+  sbar_.resize(B, hs);
+  sbar_.fill(0.f);
   if (ds > 0) {
-    slots_.resize(sv, ds);
-    be.gather_rows(kv.slots, slot_of_.data(), sv, slots_.view());
-    be.gemm(false, false, 1.f, slots_.view(), wk_.value.view().rows_range(dn, dk_), 0.f, K_.view());
-    be.gemm(false, false, 1.f, slots_.view(), wv_.value.view().rows_range(dn, dk_), 0.f, V_.view());
-  } else {
-    slots_.resize(sv, 0);
-    K_.fill(0.f);
-    V_.fill(0.f);
-  }
-#pragma omp parallel for schedule(static) if (sv * dq_ > 16384)
-  for (std::int64_t c = 0; c < sv; ++c) {
-    const float* kn = Kn_.data() + std::int64_t(slot_node_[std::size_t(c)]) * dq_;
-    const float* vn = Vn_.data() + std::int64_t(slot_node_[std::size_t(c)]) * dq_;
-    float* kr = K_.data() + c * dq_;
-    float* vr = V_.data() + c * dq_;
-    for (std::int64_t j = 0; j < dq_; ++j) {
-      kr[j] += kn[j] + bk_.value.data()[j];
-      vr[j] += vn[j] + bv_.value.data()[j];
-    }
+    head_blocks(wk_.value, dn, ds, heads_, kblocks_);
+    head_blocks(wv_.value, dn, ds, heads_, vblocks_);
+    be.gemm(false, true, 1.f, Q_.view(), kblocks_.view(), 0.f, P_.view());
   }
   alpha_.resize(B * heads_, k);
   ctx_.resize(B, dq_);
   ctx_.fill(0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
+  const float* bk = bk_.value.data();
+  const float* bv = bv_.value.data();
 #pragma omp parallel for schedule(static) if (B * k * dq_ > 16384)
   for (std::int64_t i = 0; i < B; ++i)
     for (int hd = 0; hd < heads_; ++hd) {
       float* a = alpha_.data() + (i * heads_ + hd) * k;
       const std::int32_t* rows = row_.data() + i * k;
+      const float* qi = Q_.row(i) + hd * dhd;
+      const float* pi = P_.row(i) + hd * ds;
+      const float qb = dot(qi, bk + hd * dhd, dhd);
       float mx = -1e30f;
       bool any = false;
       for (int j = 0; j < k; ++j) {
         a[j] = 0.f;
         if (rows[j] < 0) continue;
-        float s = 0;
-        for (std::int64_t c = 0; c < dhd; ++c)
-          s += Q_.at(i, hd * dhd + c) * K_.at(rows[j], hd * dhd + c);
+        const std::int64_t c = rows[j];
+        float s = dot(qi, Kn_.row(slot_node_[std::size_t(c)]) + hd * dhd, dhd) + qb;
+        if (ds > 0) s += dot(pi, slots_.row(c), ds);
         a[j] = s * scale;
         mx = any ? std::max(mx, a[j]) : a[j];
         any = true;
@@ -332,13 +364,19 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       double sum = 0;
       for (int j = 0; j < k; ++j)
         if (rows[j] >= 0) sum += (a[j] = std::exp(a[j] - mx));
+      float* ci = ctx_.row(i) + hd * dhd;
+      float* si = sbar_.row(i) + hd * ds;
       for (int j = 0; j < k; ++j) {
         a[j] = rows[j] >= 0 ? float(a[j] / sum) : 0.f;
         if (rows[j] < 0) continue;
-        for (std::int64_t c = 0; c < dhd; ++c)
-          ctx_.at(i, hd * dhd + c) += a[j] * V_.at(rows[j], hd * dhd + c);
+        const std::int64_t c = rows[j];
+        axpy(a[j], Vn_.row(slot_node_[std::size_t(c)]) + hd * dhd, ci, dhd);
+        if (ds > 0) axpy(a[j], slots_.row(c), si, ds);
       }
+      for (std::int64_t c = 0; c < dhd; ++c) ci[c] += bv[hd * dhd + c];  // the weights sum to 1
     }
+  // Σ_j α_j (s_j W_v) = (Σ_j α_j s_j) W_v: one product per query for every slot's values.
+  if (ds > 0) be.gemm(false, false, 1.f, sbar_.view(), vblocks_.view(), 1.f, ctx_.view());
   linear(be, ctx_.view(), wo_, bo_, att_);
   for (std::int64_t i = 0; i < B; ++i) {  // rows without neighbours: 0, not the output bias
     bool any = false;
@@ -379,13 +417,20 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   Matrix& dctx = dctx_;
   linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
   Matrix &dQ = dQ_, &dK = dK_, &dV = dV_;
+  const std::int64_t hs = heads_ * ds;
+  // Through ctx += sbar vblocks: the slot sums' gradient, and W_v's per-slot rows.
+  dsbar_.resize(B, hs);
+  if (ds > 0) be.gemm(false, true, 1.f, dctx.view(), vblocks_.view(), 0.f, dsbar_.view());
   dQ.resize(B, dq_);
-  dK.resize(sv, dq_);
-  dV.resize(sv, dq_);
   dQ.fill(0.f);
-  dK.fill(0.f);
-  dV.fill(0.f);
+  dK.resize(sv, dq_);  // per compact row: every head's columns written below
+  dV.resize(sv, dq_);
+  dP_.resize(B, hs);
+  dP_.fill(0.f);
+  dslots_c_.resize(sv, ds);
+  dslots_c_.fill(0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
+  const float* bk = bk_.value.data();
 #pragma omp parallel if (B * k * dq_ > 16384)
   {
     std::vector<float> da(static_cast<std::size_t>(k));
@@ -394,31 +439,55 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
       for (int hd = 0; hd < heads_; ++hd) {
         const float* a = alpha_.data() + (i * heads_ + hd) * k;
         const std::int32_t* rows = row_.data() + i * k;
-        // d alpha_j = dctx · V_j; softmax backward: ds_j = a_j (dalpha_j − Σ a dalpha).
-        std::fill(da.begin(), da.end(), 0.f);
-        double dot = 0;
+        const float* gi = dctx.row(i) + hd * dhd;
+        const float* gs = dsbar_.row(i) + hd * ds;
+        const float* qi = Q_.row(i) + hd * dhd;
+        const float* pi = P_.row(i) + hd * ds;
+        float* dqi = dQ.row(i) + hd * dhd;
+        float* dpi = dP_.row(i) + hd * ds;
+        // d alpha_j = dctx · V_j (node part, slot part through sbar; the bias is the same for
+        // every j and drops out of the softmax); ds_j = a_j (dalpha_j − Σ a dalpha).
+        double sum = 0;
         for (int j = 0; j < k; ++j) {
+          da[std::size_t(j)] = 0.f;
           if (rows[j] < 0) continue;
-          float s = 0;
-          for (std::int64_t c = 0; c < dhd; ++c) {
-            s += dctx.at(i, hd * dhd + c) * V_.at(rows[j], hd * dhd + c);
-            dV.at(rows[j], hd * dhd + c) += a[j] * dctx.at(i, hd * dhd + c);
+          const std::int64_t c = rows[j];
+          float s = dot(gi, Vn_.row(slot_node_[std::size_t(c)]) + hd * dhd, dhd);
+          if (ds > 0) {
+            s += dot(gs, slots_.row(c), ds);
+            axpy(a[j], gs, dslots_c_.row(c), ds);
           }
+          float* dv = dV.row(c) + hd * dhd;
+          for (std::int64_t e = 0; e < dhd; ++e) dv[e] = a[j] * gi[e];
           da[std::size_t(j)] = s;
-          dot += double(a[j]) * s;
+          sum += double(a[j]) * s;
         }
         for (int j = 0; j < k; ++j) {
           if (rows[j] < 0) continue;
-          const float dsj = a[j] * (da[std::size_t(j)] - float(dot)) * scale;
-          for (std::int64_t c = 0; c < dhd; ++c) {
-            dQ.at(i, hd * dhd + c) += dsj * K_.at(rows[j], hd * dhd + c);
-            dK.at(rows[j], hd * dhd + c) += dsj * Q_.at(i, hd * dhd + c);
+          const std::int64_t c = rows[j];
+          const float g = a[j] * (da[std::size_t(j)] - float(sum)) * scale;
+          const float* kn = Kn_.row(slot_node_[std::size_t(c)]) + hd * dhd;
+          for (std::int64_t e = 0; e < dhd; ++e) dqi[e] += g * (kn[e] + bk[hd * dhd + e]);
+          float* dk = dK.row(c) + hd * dhd;
+          for (std::int64_t e = 0; e < dhd; ++e) dk[e] = g * qi[e];
+          if (ds > 0) {
+            axpy(g, slots_.row(c), dpi, ds);
+            axpy(g, pi, dslots_c_.row(c), ds);
           }
         }
       }
   }
+  if (ds > 0) {
+    // Through P = Q kblocksᵀ and ctx += sbar vblocks: the queries and W_k's, W_v's slot rows.
+    be.gemm(false, false, 1.f, dP_.view(), kblocks_.view(), 1.f, dQ.view());
+    dblocks_.resize(hs, dq_);
+    be.gemm(true, false, 1.f, dP_.view(), Q_.view(), 0.f, dblocks_.view());
+    add_head_blocks(dblocks_, dn, ds, heads_, wk_.grad);
+    be.gemm(true, false, 1.f, sbar_.view(), dctx.view(), 0.f, dblocks_.view());
+    add_head_blocks(dblocks_, dn, ds, heads_, wv_.grad);
+  }
   linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
-  // Biases and the per-slot part of W_k and W_v, over the compact rows.
+  // The biases: every slot's key gradient, and its value gradient (the weights sum to 1).
   std::vector<float> cs(static_cast<std::size_t>(dq_));
   be.column_sums(dK.view(), cs.data());
   for (std::int64_t j = 0; j < dq_; ++j) bk_.grad.data()[j] += cs[std::size_t(j)];
@@ -426,16 +495,7 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   for (std::int64_t j = 0; j < dq_; ++j) bv_.grad.data()[j] += cs[std::size_t(j)];
   dslots.resize(B * k, ds);
   dslots.fill(0.f);
-  if (ds > 0) {
-    be.gemm(true, false, 1.f, slots_.view(), dK.view(), 1.f, wk_.grad.view().rows_range(dn, dk_));
-    be.gemm(true, false, 1.f, slots_.view(), dV.view(), 1.f, wv_.grad.view().rows_range(dn, dk_));
-    dslots_c_.resize(sv, ds);
-    be.gemm(false, true, 1.f, dK.view(), wk_.value.view().rows_range(dn, dk_), 0.f,
-            dslots_c_.view());
-    be.gemm(false, true, 1.f, dV.view(), wv_.value.view().rows_range(dn, dk_), 1.f,
-            dslots_c_.view());
-    be.scatter_add_rows(dslots_c_.view(), slot_of_.data(), sv, dslots.view());
-  }
+  if (ds > 0) be.scatter_add_rows(dslots_c_.view(), slot_of_.data(), sv, dslots.view());
   // The node part: each node's slots summed first, then one row per node.
   const std::int64_t u = nodes_.rows();
   dKn_.resize(u, dq_);

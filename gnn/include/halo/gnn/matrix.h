@@ -52,6 +52,9 @@ class Matrix {
   MatrixView view() const { return {const_cast<float*>(data()), rows_, cols_, device_}; }
   float* data() { return device_ == Device::kCpu ? host_.data() : dev_.get(); }
   const float* data() const { return device_ == Device::kCpu ? host_.data() : dev_.get(); }
+  // Row r's first element (in the matrix's memory space).
+  float* row(std::int64_t r) { return data() + r * cols_; }
+  const float* row(std::int64_t r) const { return data() + r * cols_; }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t size() const { return rows_ * cols_; }
