@@ -467,10 +467,18 @@ void CpuBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::i
 
 void CpuBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                                      const MatrixView& dst) {
-  for (std::int64_t i = 0; i < n; ++i) {  // sequential: idx may repeat, order fixed
-    float* d = dst.row(idx[i]);
-    const float* s = src.row(i);
-    for (std::int64_t c = 0; c < src.cols; ++c) d[c] += s[c];
+  // idx may repeat: rows are added in order i, each thread over its own columns (so every
+  // element sees the same sequence of additions at any thread count).
+  const std::int64_t cols = src.cols, chunk = 16;
+  const std::int64_t chunks = (cols + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (n * cols > 65536 && chunks > 1)
+  for (std::int64_t b = 0; b < chunks; ++b) {
+    const std::int64_t c0 = b * chunk, c1 = std::min(cols, c0 + chunk);
+    for (std::int64_t i = 0; i < n; ++i) {
+      float* d = dst.row(idx[i]);
+      const float* s = src.row(i);
+      for (std::int64_t c = c0; c < c1; ++c) d[c] += s[c];
+    }
   }
 }
 

@@ -445,6 +445,28 @@ TEST(CpuBackend, ElementwiseAndReductions) {
   EXPECT_EQ(S.at(1, 7), 0.f);
 }
 
+// Large enough for the threads to split the columns: every element is the float sum of its
+// source rows in index order (repeats included), bit for bit, at one thread and at several.
+TEST(CpuBackend, ScatterAddRowsSumsInRowOrderAtAnyThreadCount) {
+  Backend& be = cpu_backend();
+  const std::int64_t n = 4000, cols = 203, rows = 97;
+  const Matrix X = random_matrix(n, cols, 21);
+  std::vector<NodeId> idx(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) idx[std::size_t(i)] = NodeId((i * 37) % rows);
+  Matrix want(rows, cols, 0.5f);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t c = 0; c < cols; ++c) want.at(idx[std::size_t(i)], c) += X.at(i, c);
+  const int t = omp_get_max_threads();
+  for (int threads : {1, std::max(2, t)}) {
+    omp_set_num_threads(threads);
+    Matrix got(rows, cols, 0.5f);
+    be.scatter_add_rows(X.view(), idx.data(), n, got.view());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * std::size_t(want.size())), 0)
+        << threads << " threads";
+  }
+  omp_set_num_threads(t);
+}
+
 // smooth: one step of an exponential moving average, avg = g avg + (1 - g) x, per element (in
 // double here: the float result is within a rounding or two); g = 0 takes x, aliasing is refused.
 TEST(CpuBackend, SmoothIsOneStepOfAMovingAverage) {

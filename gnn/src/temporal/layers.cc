@@ -429,6 +429,7 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   dP_.fill(0.f);
   dslots_c_.resize(sv, ds);
   dslots_c_.fill(0.f);
+  gsum_.assign(static_cast<std::size_t>(B * heads_), 0.0);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
   const float* bk = bk_.value.data();
 #pragma omp parallel if (B * k * dq_ > 16384)
@@ -466,6 +467,7 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
           if (rows[j] < 0) continue;
           const std::int64_t c = rows[j];
           const float g = a[j] * (da[std::size_t(j)] - float(sum)) * scale;
+          gsum_[std::size_t(i * heads_ + hd)] += double(g);
           const float* kn = Kn_.row(slot_node_[std::size_t(c)]) + hd * dhd;
           for (std::int64_t e = 0; e < dhd; ++e) dqi[e] += g * (kn[e] + bk[hd * dhd + e]);
           float* dk = dK.row(c) + hd * dhd;
@@ -487,11 +489,18 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
     add_head_blocks(dblocks_, dn, ds, heads_, wv_.grad);
   }
   linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
-  // The biases: every slot's key gradient, and its value gradient (the weights sum to 1).
+  // The biases, per query rather than per slot: b_k's gradient is Σ_slots g Q_i = Σ_i (Σ_j g_j)
+  // Q_i, and b_v's is Σ_i dctx_i (the weights sum to 1; a row without neighbours has dctx 0).
+  std::vector<double> acc(static_cast<std::size_t>(dq_), 0.0);
+  for (std::int64_t i = 0; i < B; ++i)
+    for (int hd = 0; hd < heads_; ++hd) {
+      const double g = gsum_[std::size_t(i * heads_ + hd)];
+      const float* qi = Q_.row(i) + hd * dhd;
+      for (std::int64_t e = 0; e < dhd; ++e) acc[std::size_t(hd * dhd + e)] += g * double(qi[e]);
+    }
+  for (std::int64_t j = 0; j < dq_; ++j) bk_.grad.data()[j] += float(acc[std::size_t(j)]);
   std::vector<float> cs(static_cast<std::size_t>(dq_));
-  be.column_sums(dK.view(), cs.data());
-  for (std::int64_t j = 0; j < dq_; ++j) bk_.grad.data()[j] += cs[std::size_t(j)];
-  be.column_sums(dV.view(), cs.data());
+  be.column_sums(dctx.view(), cs.data());
   for (std::int64_t j = 0; j < dq_; ++j) bv_.grad.data()[j] += cs[std::size_t(j)];
   dslots.resize(B * k, ds);
   dslots.fill(0.f);

@@ -129,6 +129,7 @@ class TemporalAttention {
   std::vector<NodeId> slot_node_;    // compact row -> row of nodes
   std::vector<NodeId> slot_of_;      // compact row -> slot
   std::vector<std::int32_t> whole_;  // node index for the whole-kv forward
+  std::vector<double> gsum_;         // backward: Σ_j of the score gradients, per query and head
   // kblocks_/vblocks_: W_k's / W_v's per-slot rows, head h's columns in row block h
   // ((heads * ds) x dq, zero elsewhere); P_ = Q kblocks_ᵀ; sbar_: the α-weighted slot sums.
   Matrix q_, nodes_, slots_, h_, Q_, Kn_, Vn_, kblocks_, vblocks_, P_, sbar_, alpha_, ctx_, att_,
