@@ -8,7 +8,11 @@
 # rounds: training events/s (median epoch), test AP, AUC and new-node AP (best validation epoch,
 # per-batch means), peak RSS, and halo's events/s over PyG's.
 #
-#   tools/bench/tgn_peer.sh [WORKDIR] [ROUNDS] [EPOCHS]
+# With STREAM_EVENTS > 0, the same three runs follow on the generated stream of 10 M events over
+# 1 M nodes (tools/bench/tgn_stream.py, as tools/bench/tgn.sh): throughput only (--skip-eval),
+# one epoch capped at its first STREAM_EVENTS training events, ROUNDS interleaved rounds.
+#
+#   tools/bench/tgn_peer.sh [WORKDIR] [ROUNDS] [EPOCHS] [STREAM_EVENTS]
 # Needs a Python with torch and torch_geometric: PYTHON (default /tmp/dgl/bin/python); BIN: the
 # halo build's bin directory (default build/bin).
 set -euo pipefail
@@ -17,6 +21,7 @@ py=${PYTHON:-/tmp/dgl/bin/python}
 work=${1:-/tmp/halo-bench}
 rounds=${2:-3}
 epochs=${3:-5}
+stream_cap=${4:-0}
 mkdir -p "$work"
 uci=$work/uci
 split=$work/uci-split.npz
@@ -86,4 +91,42 @@ for run, label in names.items():
           f"{med(run, 'test_inductive_ap'):.4f} | {med(run, 'rss_mb'):,.0f} | {eps / pyg:.2f}x |")
 print(f"\nPyG's resident memory right after its imports (torch, torch_geometric): "
       f"{med('pyg', 'import_rss_mb'):,.0f} MiB.")
+PY
+
+((stream_cap > 0)) || exit 0
+big=$work/stream-10m
+bigsplit=$work/stream-10m-split.npz
+if [[ ! -d $big ]]; then
+  "$py" tools/bench/tgn_stream.py "$work/stream-10m.txt" --events 10000000 --nodes 1000000
+  "$bin/halo" convert "$work/stream-10m.txt" --format konect -o "$big" > /dev/null
+  rm -f "$work/stream-10m.txt"
+fi
+[[ -f $bigsplit ]] || "$bin/halo" tgn split "$big" -o "$bigsplit" > /dev/null
+results=$work/tgn-peer-stream.jsonl
+rm -f "$results"
+for ((r = 1; r <= rounds; ++r)); do
+  echo "10 M stream: round $r of $rounds" >&2
+  for nb in event batch; do
+    run "halo-$nb" "$work/peer-halo-$nb.jsonl" "$bin/halo" tgn train "$big" --threads 2 \
+      --epochs 1 --max-train-events "$stream_cap" --skip-eval --neighbors-before "$nb" -q \
+      --log "$work/peer-halo-$nb.jsonl"
+  done
+  run pyg "$work/peer-pyg.json" "$py" tools/bench/tgn_pyg.py "$bigsplit" --threads 2 \
+    --epochs 1 --max-train-events "$stream_cap" --skip-eval --json "$work/peer-pyg.json"
+done
+/usr/bin/python3 - "$results" "$stream_cap" <<'PY'
+import json, statistics as st, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda run, k: st.median(r[k] for r in rows if r["run"] == run)
+n = len([r for r in rows if r["run"] == "pyg"])
+print(f"\n10 M events / 1 M nodes: medians of {n} rounds, one epoch of the first {int(sys.argv[2]):,} "
+      "training events, 2 threads, no evaluation.\n")
+print("| run | training events/s | peak RSS MiB | events/s vs PyG |")
+print("|---|---|---|---|")
+pyg = med("pyg", "events_per_s")
+for run, label in (("halo-event", "halo, defaults"), ("halo-batch", "halo, `--neighbors-before batch`"),
+                   ("pyg", "PyG TGN (tgn_pyg.py)")):
+    eps = med(run, "events_per_s")
+    print(f"| {label} | {eps:,.0f} | {med(run, 'rss_mb'):,.0f} | {eps / pyg:.2f}x |")
+print(f"\nPyG's resident memory right after its imports: {med('pyg', 'import_rss_mb'):,.0f} MiB.")
 PY

@@ -180,6 +180,7 @@ def run_tgn(a, d, log):
     train_ids = torch.from_numpy(np.nonzero(d["train_keep"][:train_end])[0])
     tr_src, tr_dst, tr_t, tr_msg = src[train_ids], dst[train_ids], t[train_ids], msg[train_ids]
     n_train = len(train_ids)
+    n_run = min(n_train, a.max_train_events) if a.max_train_events > 0 else n_train
 
     mem_dim = time_dim = emb_dim = 100
     memory = TGNMemory(nodes, msg.size(-1), mem_dim, time_dim,
@@ -232,7 +233,7 @@ def run_tgn(a, d, log):
         gen = torch.Generator().manual_seed(a.seed * 1000003 + epoch)
         total = 0.0
         start = time.perf_counter()
-        for b0 in range(0, n_train, batch):
+        for b0 in range(0, n_run, batch):
             s, d_ = tr_src[b0:b0 + batch], tr_dst[b0:b0 + batch]
             n = torch.randint(0, nodes, (len(s),), generator=gen)
             opt.zero_grad()
@@ -244,7 +245,7 @@ def run_tgn(a, d, log):
             opt.step()
             memory.detach()
             total += float(loss) * len(s)
-        return total / max(1, n_train), time.perf_counter() - start
+        return total / max(1, n_run), time.perf_counter() - start
 
     @torch.no_grad()
     def evaluate(epoch):
@@ -275,7 +276,12 @@ def run_tgn(a, d, log):
         if since_best >= a.patience:
             break
         loss, secs = train_epoch(epoch)
-        speeds.append(n_train / secs)
+        speeds.append(n_run / secs)
+        if a.skip_eval:  # throughput runs: no validation or test pass, as halo's --skip-eval
+            log({"type": "epoch", "epoch": epoch, "loss": loss, "epoch_time_s": secs,
+                 "events_per_s": speeds[-1]})
+            print(f"epoch {epoch:3d}  loss {loss:.4f}  {speeds[-1]:.0f} events/s", flush=True)
+            continue
         val, test = evaluate(epoch)
         rec = {"type": "epoch", "epoch": epoch, "loss": loss, **val.figures("valid"),
                **test.figures("test"), "epoch_time_s": secs, "events_per_s": speeds[-1]}
@@ -287,12 +293,14 @@ def run_tgn(a, d, log):
             best, since_best = rec, 0
         else:
             since_best += 1
-    summary = {k: best[k] for k in ("valid_ap", "test_ap", "test_auc", "test_inductive_ap",
-                                    "test_inductive_auc", "test_ap_pooled",
-                                    "test_inductive_ap_pooled")}
-    summary.update(best_epoch=best["epoch"], epochs=len(speeds),
+    summary = {} if best is None else {
+        k: best[k] for k in ("valid_ap", "test_ap", "test_auc", "test_inductive_ap",
+                             "test_inductive_auc", "test_ap_pooled", "test_inductive_ap_pooled")}
+    if best is not None:
+        summary["best_epoch"] = best["epoch"]
+    summary.update(epochs=len(speeds),
                    events_per_s=sorted(speeds)[len(speeds) // 2],  # halo's median epoch
-                   epoch_events_per_s=speeds, train_events=n_train, import_rss_mb=import_rss)
+                   epoch_events_per_s=speeds, train_events=n_run, import_rss_mb=import_rss)
     return summary
 
 
@@ -311,6 +319,10 @@ def main():
     p.add_argument("--patience", type=int, default=5,
                    help="stop after this many epochs without a better validation AP (as halo)")
     p.add_argument("--log", help="JSON lines, one per epoch")
+    p.add_argument("--max-train-events", type=int, default=0,
+                   help="train on at most this many events per epoch (0 = all; throughput runs)")
+    p.add_argument("--skip-eval", action="store_true",
+                   help="no validation or test pass (throughput runs; no AP is reported)")
     p.add_argument("--deterministic", action="store_true",
                    help="torch.use_deterministic_algorithms: the same figures on every run with "
                         "several threads too (by default, as PyG runs, only with --threads 1)")
@@ -337,9 +349,12 @@ def main():
               f"new nodes {summary['test_inductive_ap_pooled']:.4f})")
     else:
         summary = {"model": "pyg-tgn", **run_tgn(a, d, log)}
-        print(f"pyg-tgn: test AP {summary['test_ap']:.4f}, AUC {summary['test_auc']:.4f}; new "
-              f"nodes AP {summary['test_inductive_ap']:.4f} (best epoch {summary['best_epoch']}, "
-              f"{summary['events_per_s']:.0f} events/s)")
+        if a.skip_eval:
+            print(f"pyg-tgn: {summary['events_per_s']:.0f} events/s (no evaluation)")
+        else:
+            print(f"pyg-tgn: test AP {summary['test_ap']:.4f}, AUC {summary['test_auc']:.4f}; new "
+                  f"nodes AP {summary['test_inductive_ap']:.4f} (best epoch "
+                  f"{summary['best_epoch']}, {summary['events_per_s']:.0f} events/s)")
     summary.update(type="summary", threads=a.threads, seed=a.seed, deterministic=a.deterministic,
                    peak_rss_mb=peak_rss_mb())
     log(summary)
