@@ -78,19 +78,38 @@ void CpuBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, con
       for (std::int64_t i = 0; i < C.size(); ++i) C.data[i] *= beta;
     return;
   }
-  // Tall outputs go in row blocks: OpenBLAS packs the tall operand in panels up to the size of
-  // its per-thread buffer (128 MB each), and a 169k-row product touched ~85 MB of every buffer.
-  // Blocks of 4096 rows bound that to a few MB and measured no slower on the arxiv-sized
-  // benchmark (peak RSS 1147 -> 989 MiB; the small operand is re-packed per block).
-  constexpr std::int64_t block = 4096;
-  const std::int64_t step = ta ? m : block;
-  for (std::int64_t r = 0; r < m; r += step) {
-    const std::int64_t rows = std::min(step, m - r);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                blasint(rows), blasint(n), blasint(k), alpha, A.data + (ta ? 0 : r * A.cols),
-                blasint(A.cols), B.data, blasint(B.cols), beta, C.data + r * C.cols,
-                blasint(C.cols));
+  // Rows [r0, r1) of C. Tall outputs go in row blocks: OpenBLAS packs the tall operand in panels
+  // up to the size of its per-thread buffer (128 MB each), and a 169k-row product touched ~85 MB
+  // of every buffer. Blocks of 4096 rows bound that to a few MB and measured no slower on the
+  // arxiv-sized benchmark (peak RSS 1147 -> 989 MiB; the small operand is re-packed per block).
+  auto rows_of_c = [&](std::int64_t r0, std::int64_t r1) {
+    constexpr std::int64_t block = 4096;
+    for (std::int64_t r = r0; r < r1; r += block) {
+      const std::int64_t rows = std::min(block, r1 - r);
+      // Row r of C is row r of op(A): of A itself, or column r of a transposed A.
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                  blasint(rows), blasint(n), blasint(k), alpha, A.data + (ta ? r : r * A.cols),
+                  blasint(A.cols), B.data, blasint(B.cols), beta, C.data + r * C.cols,
+                  blasint(C.cols));
+    }
+  };
+  // OpenBLAS threads small products poorly (measured on 2 cores: 600 x 200 x 200 at 90-120
+  // GFLOP/s on two threads, 100 on one; 600 x 100 x 100 slower on two than on one), while one
+  // thread's call runs near the core's peak. So each thread takes a block of C's rows (16-row
+  // tiles) and calls OpenBLAS, which runs single-threaded inside a parallel region.
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  constexpr std::int64_t tile = 16;
+  const std::int64_t tiles = (m + tile - 1) / tile;
+  if (threads > 1 && tiles >= 2 && m * n * k >= (std::int64_t(1) << 20)) {
+    const int nt = int(std::min<std::int64_t>(threads, tiles));
+#pragma omp parallel num_threads(nt)
+    {
+      const std::int64_t t = omp_get_thread_num(), parts = omp_get_num_threads();
+      rows_of_c(std::min(m, tiles * t / parts * tile), std::min(m, tiles * (t + 1) / parts * tile));
+    }
+    return;
   }
+  rows_of_c(0, m);
 }
 
 void CpuBackend::do_add_bias(const MatrixView& Y, const float* b) {
