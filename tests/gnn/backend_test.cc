@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -629,6 +630,57 @@ TEST(CpuBackend, AdamMatchesTheTorchUpdate) {
   be.adam(&p, &g, &m, &v, 1, s);
   EXPECT_NEAR(p, 0.9f, 1e-6);
   EXPECT_NEAR(m, 0.051f, 1e-7);
+}
+
+// An element's update does not depend on where it sits (vector lanes or the scalar tail) nor on
+// the thread count: the same inputs at other offsets and thread counts give the same bits, and
+// each matches the torch update within float rounding.
+TEST(CpuBackend, AdamGivesEveryElementTheSameBitsWhereverItIs) {
+  Backend& be = cpu_backend();
+  const std::int64_t n = 40003;
+  const Matrix P0 = random_matrix(1, n, 31), G = random_matrix(1, n, 32),
+               M0 = random_matrix(1, n, 33);
+  Matrix V0 = random_matrix(1, n, 34);
+  for (float& x : V0.storage()) x = x * x;
+  AdamStep s;
+  s.lr = 0.01f;
+  s.weight_decay = 0.001f;
+  s.step = 3;
+  auto run = [&](std::int64_t offset, int threads) {
+    std::vector<float> p(P0.storage().begin() + offset, P0.storage().end()),
+        m(M0.storage().begin() + offset, M0.storage().end()),
+        v(V0.storage().begin() + offset, V0.storage().end());
+    const int t = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    be.adam(p.data(), G.data() + offset, m.data(), v.data(), n - offset, s);
+    omp_set_num_threads(t);
+    return p;
+  };
+  const std::vector<float> base = run(0, 1);
+  for (std::int64_t offset : {0, 1, 3, 7})
+    for (int threads : {1, 2, 3}) {
+      const std::vector<float> got = run(offset, threads);
+      ASSERT_EQ(std::memcmp(got.data(), base.data() + offset, sizeof(float) * got.size()), 0)
+          << "offset " << offset << ", " << threads << " threads";
+    }
+  for (std::int64_t i = 0; i + 5 <= n; i += 16) {  // 5 elements alone: all on the scalar path
+    float p[5], m[5], v[5];
+    std::copy_n(P0.data() + i, 5, p);
+    std::copy_n(M0.data() + i, 5, m);
+    std::copy_n(V0.data() + i, 5, v);
+    be.adam(p, G.data() + i, m, v, 5, s);
+    for (std::int64_t j = 0; j < 5; ++j)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(p[j]),
+                std::bit_cast<std::uint32_t>(base[std::size_t(i + j)]))
+          << "element " << i + j;
+  }
+  const double bc1 = 1 - std::pow(0.9, 3), bc2 = 1 - std::pow(0.999, 3);
+  for (std::int64_t i = 0; i < n; i += 97) {
+    const double g = double(G.data()[i]) + 0.001 * P0.data()[i];
+    const double m = 0.9 * M0.data()[i] + 0.1 * g, v = 0.999 * V0.data()[i] + 0.001 * g * g;
+    const double want = P0.data()[i] - 0.01 / bc1 * m / (std::sqrt(v) / std::sqrt(bc2) + 1e-8);
+    ASSERT_NEAR(base[std::size_t(i)], want, 1e-5 * (1 + std::abs(want))) << i;
+  }
 }
 
 TEST(Matrix, AMovedFromMatrixIsEmptyAndReusable) {

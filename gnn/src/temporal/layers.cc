@@ -233,27 +233,49 @@ inline void axpy(float a, const float* x, float* y, std::int64_t n) {
   for (std::int64_t c = 0; c < n; ++c) y[c] += a * x[c];
 }
 
-// W's rows [dn, dn + ds) with head h's columns in row block h: (heads * ds) x dq, zero elsewhere,
-// so one product serves every head (the zeros cost a factor `heads` on a small GEMM).
-void head_blocks(const Matrix& w, std::int64_t dn, std::int64_t ds, int heads, Matrix& out) {
+// W's rows [dn, dn + ds), head by head: out row h * ds + c is W[dn + c] over head h's columns
+// ((heads * ds) x dhd), so each head's product is a plain GEMM.
+void head_slices(const Matrix& w, std::int64_t dn, std::int64_t ds, int heads, Matrix& out) {
   const std::int64_t dq = w.cols(), dhd = dq / heads;
-  out.resize(heads * ds, dq);
-  out.fill(0.f);
+  out.resize(heads * ds, dhd);
   for (int h = 0; h < heads; ++h)
     for (std::int64_t c = 0; c < ds; ++c)
-      std::copy_n(w.data() + (dn + c) * dq + h * dhd, dhd,
-                  out.data() + (h * ds + c) * dq + h * dhd);
+      std::copy_n(w.row(dn + c) + h * dhd, dhd, out.row(h * ds + c));
 }
 
-// grad's rows [dn, dn + ds) += the head blocks of d (head_blocks' placement, inverted).
-void add_head_blocks(const Matrix& d, std::int64_t dn, std::int64_t ds, int heads, Matrix& grad) {
-  const std::int64_t dq = grad.cols(), dhd = dq / heads;
+// grad's rows [dn, dn + ds) += d, laid out as head_slices makes them.
+void add_head_slices(const Matrix& d, std::int64_t dn, std::int64_t ds, int heads, Matrix& grad) {
+  const std::int64_t dhd = grad.cols() / heads;
   for (int h = 0; h < heads; ++h)
     for (std::int64_t c = 0; c < ds; ++c) {
-      const float* src = d.data() + (h * ds + c) * dq + h * dhd;
-      float* dst = grad.data() + (dn + c) * dq + h * dhd;
+      const float* src = d.row(h * ds + c);
+      float* dst = grad.row(dn + c) + h * dhd;
       for (std::int64_t j = 0; j < dhd; ++j) dst[j] += src[j];
     }
+}
+
+// x (B x heads * w) head by head: out row h * B + i is row i's head-h columns ((heads * B) x w).
+void split_heads(const Matrix& x, int heads, Matrix& out) {
+  const std::int64_t B = x.rows(), w = x.cols() / heads;
+  out.resize(heads * B, w);
+  for (int h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < B; ++i) std::copy_n(x.row(i) + h * w, w, out.row(h * B + i));
+}
+
+// out (B x heads * w) += x laid out as split_heads makes it.
+void add_heads(const Matrix& x, int heads, Matrix& out) {
+  const std::int64_t B = out.rows(), w = out.cols() / heads;
+  for (int h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < B; ++i) {
+      const float* src = x.row(h * B + i);
+      float* dst = out.row(i) + h * w;
+      for (std::int64_t c = 0; c < w; ++c) dst[c] += src[c];
+    }
+}
+
+// Rows [h * n, (h + 1) * n) of m: head h's block.
+MatrixView head(Matrix& m, int h, std::int64_t n) {
+  return m.view().rows_range(h * n, (h + 1) * n);
 }
 
 }  // namespace
@@ -323,16 +345,18 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
   be.gemm(false, false, 1.f, nodes_.view(), wv_.value.view().rows_range(0, dn), 0.f, Vn_.view());
   slots_.resize(sv, ds);
   if (ds > 0) be.gather_rows(kv.slots, slot_of_.data(), sv, slots_.view());
-  // The per-slot columns folded into the queries: P = Q kblocksᵀ, head h's in columns
-  // [h ds, (h + 1) ds), so a score is Q_h·(Kn_h + b_k,h) + P_h·s without a per-slot projection.
-  const std::int64_t hs = heads_ * ds;
-  P_.resize(B, hs);
-  sbar_.resize(B, hs);
+  // The per-slot columns folded into the queries: per head P_h = Q_h W_k,hᵀ (row h B + i of P_),
+  // so a score is Q_h·(Kn_h + b_k,h) + P_h·s without a per-slot projection.
+  const std::int64_t hb = heads_ * B;
+  P_.resize(hb, ds);
+  sbar_.resize(hb, ds);
   sbar_.fill(0.f);
   if (ds > 0) {
-    head_blocks(wk_.value, dn, ds, heads_, kblocks_);
-    head_blocks(wv_.value, dn, ds, heads_, vblocks_);
-    be.gemm(false, true, 1.f, Q_.view(), kblocks_.view(), 0.f, P_.view());
+    head_slices(wk_.value, dn, ds, heads_, kheads_);
+    head_slices(wv_.value, dn, ds, heads_, vheads_);
+    split_heads(Q_, heads_, Qh_);
+    for (int hd = 0; hd < heads_; ++hd)
+      be.gemm(false, true, 1.f, head(Qh_, hd, B), head(kheads_, hd, ds), 0.f, head(P_, hd, B));
   }
   alpha_.resize(B * heads_, k);
   ctx_.resize(B, dq_);
@@ -346,7 +370,7 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       float* a = alpha_.data() + (i * heads_ + hd) * k;
       const std::int32_t* rows = row_.data() + i * k;
       const float* qi = Q_.row(i) + hd * dhd;
-      const float* pi = P_.row(i) + hd * ds;
+      const float* pi = P_.row(hd * B + i);
       const float qb = dot(qi, bk + hd * dhd, dhd);
       float mx = -1e30f;
       bool any = false;
@@ -365,7 +389,7 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       for (int j = 0; j < k; ++j)
         if (rows[j] >= 0) sum += (a[j] = std::exp(a[j] - mx));
       float* ci = ctx_.row(i) + hd * dhd;
-      float* si = sbar_.row(i) + hd * ds;
+      float* si = sbar_.row(hd * B + i);
       for (int j = 0; j < k; ++j) {
         a[j] = rows[j] >= 0 ? float(a[j] / sum) : 0.f;
         if (rows[j] < 0) continue;
@@ -376,7 +400,13 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       for (std::int64_t c = 0; c < dhd; ++c) ci[c] += bv[hd * dhd + c];  // the weights sum to 1
     }
   // Σ_j α_j (s_j W_v) = (Σ_j α_j s_j) W_v: one product per query for every slot's values.
-  if (ds > 0) be.gemm(false, false, 1.f, sbar_.view(), vblocks_.view(), 1.f, ctx_.view());
+  if (ds > 0) {
+    ctxh_.resize(hb, dhd);
+    for (int hd = 0; hd < heads_; ++hd)
+      be.gemm(false, false, 1.f, head(sbar_, hd, B), head(vheads_, hd, ds), 0.f,
+              head(ctxh_, hd, B));
+    add_heads(ctxh_, heads_, ctx_);
+  }
   linear(be, ctx_.view(), wo_, bo_, att_);
   for (std::int64_t i = 0; i < B; ++i) {  // rows without neighbours: 0, not the output bias
     bool any = false;
@@ -417,18 +447,22 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   Matrix& dctx = dctx_;
   linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
   Matrix &dQ = dQ_, &dK = dK_, &dV = dV_;
-  const std::int64_t hs = heads_ * ds;
-  // Through ctx += sbar vblocks: the slot sums' gradient, and W_v's per-slot rows.
-  dsbar_.resize(B, hs);
-  if (ds > 0) be.gemm(false, true, 1.f, dctx.view(), vblocks_.view(), 0.f, dsbar_.view());
+  const std::int64_t hb = heads_ * B;
+  // Through ctx_h += sbar_h W_v,h: the slot sums' gradient.
+  dsbar_.resize(hb, ds);
+  if (ds > 0) {
+    split_heads(dctx, heads_, dctxh_);
+    for (int h = 0; h < heads_; ++h)
+      be.gemm(false, true, 1.f, head(dctxh_, h, B), head(vheads_, h, ds), 0.f, head(dsbar_, h, B));
+  }
   dQ.resize(B, dq_);
   dQ.fill(0.f);
   dK.resize(sv, dq_);  // per compact row: every head's columns written below
   dV.resize(sv, dq_);
-  dP_.resize(B, hs);
+  dP_.resize(hb, ds);
   dP_.fill(0.f);
-  dslots_c_.resize(sv, ds);
-  dslots_c_.fill(0.f);
+  dslots.resize(B * k, ds);  // slot i * k + j is query i's: written by its thread only
+  dslots.fill(0.f);
   gsum_.assign(static_cast<std::size_t>(B * heads_), 0.0);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
   const float* bk = bk_.value.data();
@@ -441,11 +475,11 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
         const float* a = alpha_.data() + (i * heads_ + hd) * k;
         const std::int32_t* rows = row_.data() + i * k;
         const float* gi = dctx.row(i) + hd * dhd;
-        const float* gs = dsbar_.row(i) + hd * ds;
+        const float* gs = dsbar_.row(hd * B + i);
         const float* qi = Q_.row(i) + hd * dhd;
-        const float* pi = P_.row(i) + hd * ds;
+        const float* pi = P_.row(hd * B + i);
         float* dqi = dQ.row(i) + hd * dhd;
-        float* dpi = dP_.row(i) + hd * ds;
+        float* dpi = dP_.row(hd * B + i);
         // d alpha_j = dctx · V_j (node part, slot part through sbar; the bias is the same for
         // every j and drops out of the softmax); ds_j = a_j (dalpha_j − Σ a dalpha).
         double sum = 0;
@@ -456,7 +490,7 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
           float s = dot(gi, Vn_.row(slot_node_[std::size_t(c)]) + hd * dhd, dhd);
           if (ds > 0) {
             s += dot(gs, slots_.row(c), ds);
-            axpy(a[j], gs, dslots_c_.row(c), ds);
+            axpy(a[j], gs, dslots.row(i * k + j), ds);
           }
           float* dv = dV.row(c) + hd * dhd;
           for (std::int64_t e = 0; e < dhd; ++e) dv[e] = a[j] * gi[e];
@@ -474,19 +508,24 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
           for (std::int64_t e = 0; e < dhd; ++e) dk[e] = g * qi[e];
           if (ds > 0) {
             axpy(g, slots_.row(c), dpi, ds);
-            axpy(g, pi, dslots_c_.row(c), ds);
+            axpy(g, pi, dslots.row(i * k + j), ds);
           }
         }
       }
   }
   if (ds > 0) {
-    // Through P = Q kblocksᵀ and ctx += sbar vblocks: the queries and W_k's, W_v's slot rows.
-    be.gemm(false, false, 1.f, dP_.view(), kblocks_.view(), 1.f, dQ.view());
-    dblocks_.resize(hs, dq_);
-    be.gemm(true, false, 1.f, dP_.view(), Q_.view(), 0.f, dblocks_.view());
-    add_head_blocks(dblocks_, dn, ds, heads_, wk_.grad);
-    be.gemm(true, false, 1.f, sbar_.view(), dctx.view(), 0.f, dblocks_.view());
-    add_head_blocks(dblocks_, dn, ds, heads_, wv_.grad);
+    // Through P_h = Q_h W_k,hᵀ and ctx_h += sbar_h W_v,h: the queries and W_k's, W_v's slot rows.
+    ctxh_.resize(hb, dhd);
+    for (int h = 0; h < heads_; ++h)
+      be.gemm(false, false, 1.f, head(dP_, h, B), head(kheads_, h, ds), 0.f, head(ctxh_, h, B));
+    add_heads(ctxh_, heads_, dQ);
+    dslices_.resize(heads_ * ds, dhd);
+    for (int h = 0; h < heads_; ++h)
+      be.gemm(true, false, 1.f, head(dP_, h, B), head(Qh_, h, B), 0.f, head(dslices_, h, ds));
+    add_head_slices(dslices_, dn, ds, heads_, wk_.grad);
+    for (int h = 0; h < heads_; ++h)
+      be.gemm(true, false, 1.f, head(sbar_, h, B), head(dctxh_, h, B), 0.f, head(dslices_, h, ds));
+    add_head_slices(dslices_, dn, ds, heads_, wv_.grad);
   }
   linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
   // The biases, per query rather than per slot: b_k's gradient is Σ_slots g Q_i = Σ_i (Σ_j g_j)
@@ -502,9 +541,6 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   std::vector<float> cs(static_cast<std::size_t>(dq_));
   be.column_sums(dctx.view(), cs.data());
   for (std::int64_t j = 0; j < dq_; ++j) bv_.grad.data()[j] += cs[std::size_t(j)];
-  dslots.resize(B * k, ds);
-  dslots.fill(0.f);
-  if (ds > 0) be.scatter_add_rows(dslots_c_.view(), slot_of_.data(), sv, dslots.view());
   // The node part: each node's slots summed first, then one row per node.
   const std::int64_t u = nodes_.rows();
   dKn_.resize(u, dq_);

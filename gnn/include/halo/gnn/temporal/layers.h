@@ -130,11 +130,11 @@ class TemporalAttention {
   std::vector<NodeId> slot_of_;      // compact row -> slot
   std::vector<std::int32_t> whole_;  // node index for the whole-kv forward
   std::vector<double> gsum_;         // backward: Σ_j of the score gradients, per query and head
-  // kblocks_/vblocks_: W_k's / W_v's per-slot rows, head h's columns in row block h
-  // ((heads * ds) x dq, zero elsewhere); P_ = Q kblocks_ᵀ; sbar_: the α-weighted slot sums.
-  Matrix q_, nodes_, slots_, h_, Q_, Kn_, Vn_, kblocks_, vblocks_, P_, sbar_, alpha_, ctx_, att_,
-      cat_, hid_;
-  Matrix dhid_, dcat_, datt_, dctx_, dQ_, dK_, dV_, dKn_, dVn_, dP_, dsbar_, dblocks_, dslots_c_,
+  // Head by head (block h of rows): kheads_/vheads_ W_k's / W_v's per-slot rows over head h's
+  // columns, Qh_ the queries' head-h columns, P_ = Qh kheadsᵀ, sbar_ the α-weighted slot sums.
+  Matrix q_, nodes_, slots_, h_, Q_, Kn_, Vn_, kheads_, vheads_, Qh_, P_, sbar_, ctxh_, alpha_,
+      ctx_, att_, cat_, hid_;
+  Matrix dhid_, dcat_, datt_, dctx_, dctxh_, dQ_, dK_, dV_, dKn_, dVn_, dP_, dsbar_, dslices_,
       dslots_empty_;  // backward scratch
 };
 
