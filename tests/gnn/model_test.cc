@@ -283,13 +283,13 @@ TEST(Model, SameSeedSameWeightsAndLosses) {
 // classes), all drawn from one seeded generator: what the tests below train on.
 struct RandomTask {
   std::mt19937 g;
-  std::int64_t n, in;
+  std::int64_t n, in, classes;
   Tiny t;
   Matrix x;
   std::vector<std::int32_t> labels;
   std::vector<NodeId> rows;
-  RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes, std::uint32_t seed)
-      : g{seed}, n(n_), in(in_) {
+  RandomTask(std::int64_t n_, int m, std::int64_t in_, int classes_, std::uint32_t seed)
+      : g{seed}, n(n_), in(in_), classes(classes_) {
     std::vector<std::pair<int, int>> edges;
     edges.reserve(std::size_t(m));
     std::uniform_int_distribution<int> node(0, int(n) - 1);
@@ -300,6 +300,16 @@ struct RandomTask {
       labels.push_back(std::int32_t(i % classes));
       rows.push_back(NodeId(i));
     }
+  }
+  // A 3-layer model with batch norm for this task's widths.
+  ModelConfig config(std::int64_t hidden) const {
+    ModelConfig cfg;
+    cfg.layers = 3;
+    cfg.in = in;
+    cfg.hidden = hidden;
+    cfg.out = classes;
+    cfg.batch_norm = true;
+    return cfg;
   }
   // Another n x in Gaussian feature matrix from the same generator.
   Matrix features() {
@@ -483,12 +493,7 @@ TEST(Model, StaticInputAggregatesTheFeaturesOnce) {
   const Matrix x2 = task.features();
   const auto& labels = task.labels;
   const auto& rows = task.rows;
-  ModelConfig cfg;
-  cfg.layers = 3;
-  cfg.in = in;
-  cfg.hidden = hidden;
-  cfg.out = out;
-  cfg.batch_norm = true;
+  const ModelConfig cfg = task.config(hidden);
   // Logits and first-layer weight gradients of four training steps (the third on x2), and the
   // number of SpMM calls each took.
   auto run = [&](bool static_input, bool input_dropout, std::vector<std::int64_t>* spmm_calls) {
@@ -563,12 +568,7 @@ TEST(Model, ASymmetricOperatorStandsForItsTransposeBitForBit) {
 TEST(Model, AnInputAggregateStandsForTheFeaturesBitForBit) {
   const std::int64_t n = 100, in = 6, hidden = 16, out = 3;
   RandomTask task(n, 400, in, out, 11);
-  ModelConfig cfg;
-  cfg.layers = 3;
-  cfg.in = in;
-  cfg.hidden = hidden;
-  cfg.out = out;
-  cfg.batch_norm = true;
+  const ModelConfig cfg = task.config(hidden);
   ASSERT_TRUE(reads_input_only_aggregated(cfg));
   auto run = [&](bool handed_in) {
     GraphContext ctx = task.t.ctx;
