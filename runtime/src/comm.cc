@@ -53,7 +53,8 @@ int locked(F&& call) {
 }
 
 class MpiPending;
-std::vector<std::string> g_hosts;  // every rank's host name (MpiCommunicator): messages, pacing
+MPI_Comm g_fail_comm = MPI_COMM_NULL;  // first_failed_rank's own communicator (a dup of WORLD)
+std::vector<std::string> g_hosts;      // every rank's host name (MpiCommunicator): messages, pacing
 
 // Bulk transfers: how halo exchanges are cut and paced while the progress thread runs. A chunk
 // must be larger than MPI's eager limit (Open MPI over TCP: 64 KiB with its header): an eager
@@ -347,6 +348,11 @@ class MpiCommunicator final : public Communicator {
           "MPI_Iallgather");
     wait_all(req, "start-up (host names)");
     for (int r = 0; r < size_; ++r) g_hosts.emplace_back(all.data() + std::size_t(r) * kName);
+    // A communicator for agreeing on failures only (first_failed_rank): its all-reduce can never
+    // be matched with a collective of WORLD that another rank is waiting in.
+    check(locked([&] { return MPI_Comm_idup(MPI_COMM_WORLD, &g_fail_comm, &req[0]); }),
+          "MPI_Comm_idup");
+    wait_all(req, "start-up (communicators)");
     Progress::get().start(size_);
   }
   int rank() const override { return rank_; }
@@ -599,5 +605,28 @@ Communicator& world() {
 }
 
 void abort_job(int code) { world().abort(code); }
+
+int first_failed_rank(double grace_s) {
+  Communicator& comm = world();
+  if (comm.size() < 2) return comm.rank();
+  if (g_fail_comm == MPI_COMM_NULL) return -1;
+  // Static: a reduction that never completes (a rank did not fail) may still write them while
+  // the job is being aborted.
+  static int mine = 0, first = -1;
+  static MPI_Request req = MPI_REQUEST_NULL;
+  mine = comm.rank();
+  if (locked([&] {
+        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, g_fail_comm, &req);
+      }) != MPI_SUCCESS)
+    return -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  for (;;) {
+    int done = 0;
+    if (locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }) != MPI_SUCCESS) return -1;
+    if (done) return first;
+    if (std::chrono::steady_clock::now() > until) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 }  // namespace halo
