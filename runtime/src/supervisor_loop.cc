@@ -4,11 +4,11 @@
 // libraries alone map ~200 MB at start-up), and the OOM killer always picks the worker.
 //
 // Protocol between supervisors (text lines over TCP, rank 0 listening, every other rank
-// connecting to it): "hello RANK HOST TOKEN", "hb", "bye". The token is rank 0's random job
-// token, handed to the workers over MPI, so a stranger connecting to the port cannot pose as a
-// rank. Heartbeats go both ways once a second; "bye" means "my end is known, do not report me".
-// Single-threaded: one poll() loop over a self-pipe for signals, the pipe its worker writes the
-// join line to, the listening socket and the peers.
+// connecting to it): "hello RANK HOST TOKEN", "hb [AGE]", "end", "bye". The token is rank 0's
+// random job token, handed to the workers over MPI, so a stranger connecting to the port cannot
+// pose as a rank. Heartbeats go both ways once a second; "bye" means "my end is known, do not
+// report me". Single-threaded: one poll() loop over a self-pipe for signals, the pipe its worker
+// writes the join line to, the listening socket and the peers.
 #include "supervisor_loop.h"
 
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -245,6 +246,12 @@ class Supervisor {
     host_ = host_name();
     cgroup_ = memory_cgroup();
     ooms_before_ = oom_kills(cgroup_);
+    if (a.progress >= 0) {
+      void* page =
+          ::mmap(nullptr, sizeof(JobProgress), PROT_READ | PROT_WRITE, MAP_SHARED, a.progress, 0);
+      ::close(a.progress);
+      if (page != MAP_FAILED) progress_ = static_cast<JobProgress*>(page);
+    }
   }
 
   int run() {
@@ -272,8 +279,13 @@ class Supervisor {
       }
       if (reaped_) return finish();
       const double t = now_s();
+      note_worker_progress(t);
       if (t - last_beat >= 1.0) {
-        for (Peer& p : peers_) send_all(p.fd, "hb\n");
+        // "hb AGE": the job was last seen receiving AGE seconds ago, as far as this rank knows
+        // (rank 0 learns it from every rank and passes the newest on to every rank).
+        char beat[64] = "hb\n";
+        if (job_progress_ > 0) std::snprintf(beat, sizeof beat, "hb %.3f\n", t - job_progress_);
+        for (Peer& p : peers_) send_all(p.fd, beat);
         last_beat = t;
       }
       check_lost();
@@ -397,7 +409,10 @@ class Supervisor {
         std::istringstream in(line);
         std::string word;
         in >> word;
-        if (word == "bye") {
+        if (word == "hb") {
+          double age = 0;
+          if (in >> age && age >= 0) note_job_progress(now_s() - age);
+        } else if (word == "bye") {
           p.bye = true;
         } else if (word == "end" && p.rank >= 0) {
           told_to_end_ = true;
@@ -472,6 +487,24 @@ class Supervisor {
       if (p.fd >= 0) send_all(p.fd, "end\n");
     say_bye();
     this->end_worker();
+  }
+
+  // Whether the worker received bytes since the last look (its read() count in /proc/PID/io
+  // grew by 4 KiB or more: MPI reads its TCP connections so; smaller steps are wake-ups): then
+  // the job progresses.
+  void note_worker_progress(double t) {
+    if (!progress_ || t < next_io_read_) return;
+    next_io_read_ = t + 0.25;
+    const long long rchar =
+        keyed_value(read_file("/proc/" + std::to_string(child_) + "/io"), "rchar:");
+    if (rchar < 0) return;
+    if (rchar_ >= 0 && rchar - rchar_ >= 4096) note_job_progress(t);
+    rchar_ = rchar;
+  }
+  void note_job_progress(double at) {
+    if (at <= job_progress_) return;
+    job_progress_ = at;
+    if (progress_) progress_->at_ns.store(std::int64_t(at * 1e9), std::memory_order_relaxed);
   }
 
   // SIGTERM to the worker, SIGKILL after 2 s; returns once it is reaped.
@@ -551,7 +584,11 @@ class Supervisor {
   std::vector<Peer> peers_;
   bool reaped_ = false, terminating_ = false, reported_ = false, said_bye_ = false, lost_ = false;
   bool grace_started_ = false;
-  bool told_to_end_ = false;  // a peer reported a lost rank and ends the job
+  bool told_to_end_ = false;         // a peer reported a lost rank and ends the job
+  JobProgress* progress_ = nullptr;  // shared with the worker
+  double job_progress_ = 0;          // when some rank of the job was last seen receiving
+  double next_io_read_ = 0;
+  long long rchar_ = -1;
   int status_ = 0;
 };
 
