@@ -411,6 +411,17 @@ TEST(BadTraining, ARankHoldingAnotherDatasetsPartsIsRefusedBeforeAnyWork) {
   const Result same =
       shell(two_ranks(" train " + data("g-2") + common, " train " + data("g-2") + common), t / "o");
   EXPECT_EQ(same.code, 0) << same.out;
+  // `halo predict` reads the parts the same way.
+  const std::string predict = " predict --threads 1 --checkpoint " + (t / "ck").string() + " -o " +
+                              (t / "p.npy").string() + " ";
+  const Result p = shell(two_ranks(predict + data("g-2"), predict + data("gn-2")), t / "o");
+  EXPECT_EQ(p.code, 1) << p.out;
+  const auto pl = error_lines(p.out);
+  ASSERT_EQ(pl.size(), 1u) << p.out;
+  EXPECT_NE(pl[0].find(data("g-2") + ": rank 1 on "), std::string::npos) << p.out;
+  EXPECT_NE(pl[0].find("every node must hold copies of the same PARTS"), std::string::npos)
+      << p.out;
+  EXPECT_FALSE(fs::exists(t / "p.npy"));
 
   const Result tgn = shell(two_ranks(" tgn train " + data("uci") + kTgn + " --epochs 1",
                                      " tgn train " + data("uci1k") + kTgn + " --epochs 1"),
