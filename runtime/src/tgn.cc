@@ -28,6 +28,7 @@
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
+#include "rank_data.h"
 #include "tgn_replicas.h"
 #include "tgn_scores.h"
 
@@ -502,6 +503,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS"))
     omp_set_num_threads(default_threads_per_rank());
   const TemporalDataset d = read_temporal_dataset(dataset);
+  // Every rank reads its own node's copy of the stream: all must be the same dataset.
+  check_inputs_agree(dataset.string(),
+                     {{"dataset fingerprint", read_dataset_meta(dataset).value("fingerprint", "")}},
+                     "every node must hold a copy of the same dataset", comm);
   const Stream s = stream_of(d);
   const TemporalSplit split =
       chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
