@@ -36,7 +36,11 @@ def _flags(flags: Dict[str, Any]) -> List[str]:
 def run(*args: PathLike) -> int:
     """Runs ``halo ARGS...`` in this process and returns its exit status (0); errors raise
     :class:`halo.Error` with the line the CLI prints. Output goes to this process's stdout."""
-    return _halo.run([os.fspath(a) for a in args])
+    argv = [os.fsdecode(os.fspath(a)) for a in args]
+    for a in argv:
+        if "\0" in a:  # a C string would end there: the command would get another argument
+            raise _halo.ParamError("argument %r: contains a NUL character" % a)
+    return _halo.run(argv)
 
 
 def convert(input: PathLike, out: PathLike, **flags: Any) -> Union["Dataset", str]:

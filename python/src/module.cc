@@ -9,16 +9,21 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/progress.h"
+#include "halo/graph/text.h"
+#include "halo/runtime/memory_model.h"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -125,6 +130,46 @@ Array<NodeId> node_ids(const std::string& what, const I64& a, std::int64_t n) {
   return Array<NodeId>(std::move(v));
 }
 
+// A split's arrays are the files split.NAME.{train,valid,test}.bin of the dataset folder, listed
+// by that name in meta.json, so NAME must give a plain file name that the reader accepts (no
+// '/', not "." or "..": read_meta's rule for array names, graph/src/dataset.cc) and the file
+// system can hold (no NUL, at most 255 bytes), and be one `--split NAME` can select (not
+// empty); no control characters, which no terminal shows. ParamError naming it (escaped).
+void check_split_name(const std::string& name) {
+  constexpr std::size_t kMaxName = 255 - std::string_view("split..train.bin").size();
+  std::string why;
+  if (name.empty())
+    why = "is empty";
+  else if (name == "." || name == "..")
+    why = "is '" + name + "'";
+  else if (name.find('/') != std::string::npos)
+    why = "contains '/'";
+  else if (std::any_of(name.begin(), name.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    why = "contains a control character";
+  else if (name.size() > kMaxName)
+    why = "is " + std::to_string(name.size()) + " bytes long";
+  if (!why.empty())
+    throw ParamError("splits: the split name '" + printable(name) + "' " + why +
+                     " (a split name is part of its files' names: 1 to " +
+                     std::to_string(kMaxName) + " bytes, no '/', control characters, '.' or '..')");
+}
+
+// Refuses (ParamError) a write whose CSR build needs more memory than is available, before
+// allocating: the offsets and the build's cursor (16 bytes a node), the edges and both
+// directions of the index (16 bytes an edge, 28 weighted), the features' and labels' copies.
+void refuse_impossible_write(std::int64_t n, std::int64_t m, bool weighted, std::int64_t x_size,
+                             std::int64_t y_size) {
+  const double need = 16.0 * double(n + 1) + (weighted ? 28.0 : 16.0) * double(m) +
+                      4.0 * double(x_size) + 4.0 * double(y_size);
+  const AvailableMemory avail = available_memory();
+  if (avail.bytes <= 0 || need <= double(avail.bytes)) return;
+  throw ParamError("write_dataset: " + std::to_string(n) + " nodes and " + std::to_string(m) +
+                   " edges need about " + format_bytes(std::uint64_t(need)) + ", but only " +
+                   format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source +
+                   "); check num_nodes");
+}
+
 // Writes a native dataset from arrays (python/halo/_dataset.py normalises the inputs: src and
 // dst int64 edges, x float32 [n x F], y int32 [n x C] with -1 for missing, splits name ->
 // (train, valid, test)), with the checks of `halo convert`, staged: nothing is left on error.
@@ -135,8 +180,10 @@ void write_dataset(const fs::path& path, std::int64_t n, const I64& src, const I
                    const std::string& name, bool overwrite) {
   if (n < 0 || n > std::int64_t(INT32_MAX))
     throw ParamError("num_nodes: " + std::to_string(n) + " outside [0, 2^31 - 1]");
+  for (const auto& named : splits) check_split_name(named.first);  // before anything is written
   if (src.ndim() != 1 || dst.ndim() != 1 || src.size() != dst.size())
     bad("edges: expected sources and destinations of one length");
+  refuse_impossible_write(n, src.size(), weight.has_value(), x ? x->size() : 0, y ? y->size() : 0);
   check_range("edge_index[0]", src.data(), src.size(), n);
   check_range("edge_index[1]", dst.data(), dst.size(), n);
   GraphDataset d;
@@ -303,6 +350,8 @@ PYBIND11_MODULE(_halo, m) {
         py::arg("src"), py::arg("dst"), py::arg("weight"), py::arg("x"), py::arg("y"),
         py::arg("multilabel"), py::arg("splits"), py::arg("directed"), py::arg("name"),
         py::arg("overwrite"), "Writes a native dataset from normalised arrays (halo._dataset).");
+  m.def("check_split_name", &halo::check_split_name, py::arg("name"),
+        "Raises ParamError where name cannot name a split (halo.write_dataset's rule).");
   m.def("run", &halo::run, py::arg("args"),
         "Runs `halo ARGS...` in this process; returns its exit status, raises halo.Error.");
   m.attr("__version__") = HALO_VERSION;
