@@ -238,6 +238,10 @@ def test_a_dataset_without_a_split(tmp_path):
         halo.train(tmp_path / "k2", split="random", epochs=1)
     one_line(e, "k2: no split named 'random' (it has s)")
     assert halo.train(tmp_path / "k2", epochs=1)["type"] == "summary"
+    for to in (d.to_pyg, d.to_dgl):  # a split that is not there is not "no masks"
+        with pytest.raises(halo.ParamError) as e:
+            to("random")
+        one_line(e, "k2: no split named 'random' (it has s)")
 
 
 def test_pyg_karate_club(tmp_path):
