@@ -83,6 +83,10 @@ class Dataset:
                              shape=(self.num_nodes, self.num_nodes))
 
     def _masks(self, split: Optional[str]) -> Dict[str, np.ndarray]:
+        """split's node sets as masks (none where the dataset has no split and none is named)."""
+        if split is not None and split not in self.splits:
+            raise _halo.ParamError("%s: no split named %r (it has %s)" % (
+                self.path, split, ", ".join(self.splits) or "none"))
         masks: Dict[str, np.ndarray] = {}
         for part, ids in self.splits.get(split or "", {}).items():
             m = np.zeros(self.num_nodes, dtype=bool)
@@ -100,24 +104,24 @@ class Dataset:
     def to_pyg(self, split: Optional[str] = None) -> "torch_geometric.data.Data":
         """A ``torch_geometric.data.Data`` (x, edge_index, y, train/val/test masks of ``split``,
         default the first), copying the arrays into tensors."""
+        masks = self._masks(split or next(iter(self.splits), None))  # a wrong name: no import
         import torch
         from torch_geometric.data import Data
-        split = split or next(iter(self.splits), None)
         data = Data(edge_index=torch.from_numpy(self.edge_index()), num_nodes=self.num_nodes)
         if self.features is not None:
             data.x = torch.from_numpy(np.array(self.features))
         y = self._y()
         if y is not None:
             data.y = torch.from_numpy(y)
-        for part, m in self._masks(split).items():
+        for part, m in masks.items():
             setattr(data, {"valid": "val"}.get(part, part) + "_mask", torch.from_numpy(m))
         return data
 
     def to_dgl(self, split: Optional[str] = None) -> "dgl.DGLGraph":
         """A ``dgl.DGLGraph`` with ndata feat, label and train/val/test_mask of ``split``."""
+        masks = self._masks(split or next(iter(self.splits), None))
         import dgl
         import torch
-        split = split or next(iter(self.splits), None)
         ei = self.edge_index()
         g = dgl.graph((torch.from_numpy(ei[0]), torch.from_numpy(ei[1])),
                       num_nodes=self.num_nodes)
@@ -126,7 +130,7 @@ class Dataset:
         y = self._y()
         if y is not None:
             g.ndata["label"] = torch.from_numpy(y)
-        for part, m in self._masks(split).items():
+        for part, m in masks.items():
             g.ndata[{"valid": "val"}.get(part, part) + "_mask"] = torch.from_numpy(m)
         return g
 
@@ -141,6 +145,8 @@ _MAX_NODES = 2**31 - 1  # NodeId is int32
 
 def _path(path: PathLike) -> str:
     """path as a string; ParamError for one with a NUL (C++ would cut it there: another path)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise _halo.ParamError("path: expected a str or os.PathLike, got %s" % type(path).__name__)
     p = os.fsdecode(os.fspath(path))
     if "\0" in p:
         raise _halo.ParamError("path %r: contains a NUL character" % p)

@@ -166,6 +166,12 @@ def test_every_error_is_a_halo_error(tmp_path):
     with pytest.raises(halo.ParamError) as e:  # C would read "info out": another path
         halo.run("info", str(tmp_path / "out\x00x"))
     one_line(e, "contains a NUL character")
+    with pytest.raises(halo.ParamError) as e:
+        halo.Dataset.open(5)
+    one_line(e, "path: expected a str or os.PathLike, got int")
+    with pytest.raises(halo.ParamError) as e:
+        halo.run("info", None)
+    one_line(e, "argument None: expected a str")
     assert os.listdir(tmp_path) == []
 
 
