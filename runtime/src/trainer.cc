@@ -136,7 +136,7 @@ void prepare(RankRun& k) {
   if (opt.split.empty()) opt.split = d.default_split;
   for (const Split& s : *d.splits)
     if (s.name == opt.split) k.split = &s;
-  if (!k.split) throw ParamError(d.source + ": no split named '" + opt.split + "'");
+  if (!k.split) throw missing_split(d.source, opt.split, *d.splits);
   k.multilabel = d.label_kind == LabelKind::kMultilabel;
   opt.model.in = d.features.cols;
   opt.model.out = k.multilabel ? d.label_cols : d.num_classes;
