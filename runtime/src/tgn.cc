@@ -21,6 +21,7 @@
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
@@ -166,7 +167,7 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
       if (meta.at("key") != key)
         throw ParamError(e.string() + ": checkpoint was made with other options (" +
-                         meta.at("key").dump() +
+                         json_shown(meta.at("key"), 400) +
                          "); resume with the same options or use a new checkpoint directory");
       flat = read_adam_state(e, meta, params);
       const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);

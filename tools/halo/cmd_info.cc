@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "halo/graph/error.h"
 #include "halo/graph/summary.h"
+#include "halo/graph/text.h"
 #include "halo/partition/parts.h"
 
 namespace halo::cli {
@@ -36,10 +37,11 @@ Action add_info(CLI::App& app) {
       } catch (const nlohmann::json::exception& e) {
         throw InputError(a->path + "/meta.json: malformed quality report: " + e.what());
       }
-      std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(),
-                  meta["k"].get<int>(), meta.value("method", std::string()).c_str(),
-                  meta["dataset"].value("name", "").c_str(),
-                  meta.value("dataset_path", std::string()).c_str());
+      // Strings from the files shown escaped (printable): no byte of them drives the terminal.
+      std::printf("partition   %s: %d parts by %s of %s (%s)\n", printable(a->path).c_str(),
+                  meta["k"].get<int>(), printable(meta.value("method", std::string())).c_str(),
+                  printable(meta["dataset"].value("name", "")).c_str(),
+                  printable(meta.value("dataset_path", std::string())).c_str());
       std::printf("%s", report.c_str());
       return 0;
     }
