@@ -86,7 +86,13 @@ Format detect_format(const fs::path& path) {
   }
   const std::string ext = path.extension().string();
   if (ext == ".graph" || ext == ".mgraph" || ext == ".metis") return Format::kMetis;
-  // A pipe would lose its first line to this look: name the format (--format) to read one.
+  // Detecting reads the first line, then the reader opens the file again: a pipe would have
+  // lost what was read (an empty dataset, silently) or wait for a writer that is gone.
+  std::error_code ec;
+  if (fs::status(path, ec).type() == fs::file_type::fifo)
+    throw ParamError(printable(path.string()) +
+                     ": a pipe, whose format cannot be detected without consuming it: name it "
+                     "with --format (edgelist, konect, snap, jodie or metis)");
   const std::string first = read_first_line(path, InputKind::kStream);
   if (first.rfind("user_id", 0) == 0) return Format::kJodie;
   if (first.rfind('%', 0) == 0) {

@@ -205,6 +205,28 @@ TEST_F(BadSpecialInput, AFifoAmongConvertAndPartitionInputsIsRefusedAtOnce) {
   }
 }
 
+// Class 7. A text file named on the command line may be a pipe, read once: with --format it
+// converts; without, detecting the format would consume its first line and then wait forever
+// for a writer to open it again, so it is refused at once naming --format (exit 2).
+TEST_F(BadSpecialInput, APipeNamedOnTheCommandLineIsReadOnceWhenItsFormatIsNamed) {
+  TempDir t;
+  const std::string out = (t / "out").string();
+  const Result ok = test::shell("printf '0 1\\n1 2\\n' | timeout 30 " + halo() +
+                                    " convert /dev/stdin --format edgelist --json -o " + out,
+                                t.path());
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("\"nodes\":3"), std::string::npos) << ok.out;
+  fs::remove_all(t / "out");
+  expect_refused(
+      test::shell("printf '0 1\\n1 2\\n' | timeout 30 " + halo() + " convert /dev/stdin -o " + out,
+                  t.path()),
+      "a pipe without --format",
+      {"/dev/stdin: a pipe, whose format cannot be detected without consuming it: name it with "
+       "--format"},
+      2);
+  expect_nothing_written(t, {});
+}
+
 // Class 8. A directory where a file belongs was "internal: basic_filebuf::underflow" (exit 70)
 // without the file's name: now exit 1 naming it, for meta.json, an array and convert's inputs.
 TEST_F(BadSpecialInput, ADirectoryWhereAFileBelongsIsNamed) {
