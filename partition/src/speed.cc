@@ -91,6 +91,8 @@ SpeedTable speed_table_from_json(const nlohmann::json& j, const std::string& sou
 }
 
 SpeedTable read_speed_table(const std::filesystem::path& file) {
+  if (!std::filesystem::exists(file))
+    throw InputError(file.string() + ": cannot open the speed table: no such file");
   // A regular file (a FIFO would block), parsed depth-limited.
   const nlohmann::json j = read_json_file(file);
   return speed_table_from_json(j, file.string());
