@@ -24,6 +24,7 @@ using json = nlohmann::json;
 
 namespace {
 constexpr const char* kFormat = "halo-dataset";
+constexpr int kVersion = 1;
 
 // The first string or key under j (at `where`) that printable() would change, a control byte
 // (NUL, ESC, DEL, C1) or invalid UTF-8, as {where, text}; none when there is none. Names reach
@@ -48,7 +49,6 @@ std::optional<std::pair<std::string, std::string>> find_unprintable(const json& 
   }
   return std::nullopt;
 }
-constexpr int kVersion = 1;
 
 // Checked and synced (staging.h): the folder's rename commits it.
 void write_json_file(const fs::path& path, const json& j) { write_file(path, j.dump(2) + "\n"); }
