@@ -295,6 +295,19 @@ TEST_F(BadSpecialInput, ConvertNeverWritesANameWithControlBytes) {
   EXPECT_TRUE(is_printable_line(info.out)) << info.out;
 }
 
+// Class 4. `info --json` is valid JSON whatever the path: one whose name is not UTF-8 (Latin-1)
+// ended with "internal: [json.exception.type_error.316]", exit 70.
+TEST_F(BadSpecialInput, InfoJsonIsValidJsonWhateverThePath) {
+  TempDir t;
+  const fs::path ds = cora(t, "c\xffra");
+  const Result r = run("info --json '" + ds.string() + "'", t.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["path"], (t / "c\xef\xbf\xbdra").string());  // U+FFFD
+  EXPECT_EQ(j["nodes"], 2708);
+}
+
 // Class 3. convert wrote labels every reader refuses: a label of 2^31-1 (its class count
 // overflowed int32 to -2147483648), a multi-label row holding a 5, an npz node_label of three
 // dimensions. Now convert applies the reader's checks first, and writes nothing.

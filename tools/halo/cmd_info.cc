@@ -10,6 +10,11 @@
 #include "halo/partition/parts.h"
 
 namespace halo::cli {
+namespace {
+// JSON output is valid JSON whatever the path a user typed: a byte that is not UTF-8 (a file
+// name in Latin-1) becomes U+FFFD instead of ending the command with "internal: type_error".
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+}  // namespace
 
 Action add_info(CLI::App& app) {
   struct Args {
@@ -28,7 +33,7 @@ Action add_info(CLI::App& app) {
       nlohmann::json meta = read_parts_meta(a->path);
       meta.erase("arrays");
       if (a->json) {
-        std::printf("%s\n", meta.dump(2).c_str());
+        std::printf("%s\n", meta.dump(2, ' ', false, kReplace).c_str());
         return 0;
       }
       std::string report;
@@ -47,7 +52,7 @@ Action add_info(CLI::App& app) {
     }
     const nlohmann::json s = summarize_dataset(a->path);
     if (a->json)
-      std::printf("%s\n", s.dump(2).c_str());
+      std::printf("%s\n", s.dump(2, ' ', false, kReplace).c_str());
     else
       std::printf("%s", format_summary(s).c_str());
     return 0;
