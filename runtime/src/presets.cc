@@ -55,6 +55,10 @@ void TrainOptions::check() const {
   if (threads < 0) throw ParamError("--threads must be >= 0");
   if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
+  if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
+  if (force && resume)
+    throw ParamError(
+        "--force starts a new run over an earlier one, --resume continues it: not both");
   if (halo_staleness != 0 && halo_staleness != 1)
     throw ParamError("--halo-staleness must be 0 or 1");
   if (!(halo_smoothing >= 0.f && halo_smoothing < 1.f))

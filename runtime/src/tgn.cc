@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <unordered_set>
@@ -150,7 +152,7 @@ void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
                  {"summary", st.sum.to_json()}};
     a.write_meta(std::move(meta), "halo-tgn-checkpoint", 1);
     stage.commit();
-    remove_epochs_before(dir, st.epoch);
+    remove_epochs_but(dir, st.epoch);
   }
   comm.barrier();
 }
@@ -161,7 +163,17 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
   std::vector<float> flat;
   std::string meta_text;
   if (comm.rank() == 0) {
-    const std::vector<int> epochs = committed_epochs(dir);
+    std::vector<int> epochs = committed_epochs(dir);
+    // The newest epoch of these options: a newer one of another run, left where this one was
+    // resumed, is passed over; with none of these options the newest says what differs.
+    for (std::size_t i = epochs.size(); i-- > 0;) {
+      std::ifstream f(epoch_dir(dir, epochs[i]) / "meta.json");
+      const json m = json::parse(f, nullptr, /*allow_exceptions=*/false);
+      if (!m.is_object() || !m.contains("key") || m.at("key") == key) {
+        epochs.resize(i + 1);
+        break;
+      }
+    }
     if (!epochs.empty()) {
       const fs::path e = epoch_dir(dir, epochs.back());
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
@@ -497,6 +509,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
   check_split(dataset, s, split, split.train_end,
               opt.model == TgnModel::kEdgebank || !opt.skip_eval);
+  // Rank 0 alone writes the checkpoint; the folder is this run's before the log is opened.
+  std::optional<CheckpointClaim> claim;
+  if (!opt.checkpoint.empty())
+    claim.emplace(comm, opt.checkpoint, opt.resume, opt.force, /*every_rank=*/false);
   LogFile log;  // every record written whole and checked (staging.h)
   if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
   if (opt.model == TgnModel::kEdgebank) return run_edgebank(s, split, opt, log);

@@ -82,6 +82,10 @@ void TgnOptions::check() const {
   if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
   if ((memory_dim + time_dim) % heads != 0)
     throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
+  if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
+  if (force && resume)
+    throw ParamError(
+        "--force starts a new run over an earlier one, --resume continues it: not both");
 }
 
 json TgnSummary::to_json() const {

@@ -43,7 +43,9 @@ struct TrainOptions {
   std::filesystem::path log;         // JSON lines
   std::filesystem::path checkpoint;  // directory; empty = none. Rank r writes run-R/rank-r/
   int checkpoint_every = 10;
-  bool resume = false;  // from the newest epoch in any rank-*/ folder a rank sees, on any ranks
+  bool resume = false;  // from the newest epoch of these options any rank sees, on any ranks
+  // A fresh run may replace an earlier run's checkpoint in `checkpoint` (refused otherwise).
+  bool force = false;
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;                     // no per-epoch lines
   bool profile = false;                   // time every kernel and print the table at the end
