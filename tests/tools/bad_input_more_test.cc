@@ -227,6 +227,27 @@ TEST_F(BadSpecialInput, APipeNamedOnTheCommandLineIsReadOnceWhenItsFormatIsNamed
   expect_nothing_written(t, {});
 }
 
+// Class 7. A FIFO in a TGN checkpoint: resuming looked for the newest epoch of these options
+// through an ifstream, which blocked on it; now the epoch's meta.json is refused naming it.
+TEST_F(BadSpecialInput, AFifoInACheckpointIsRefusedAtOnce) {
+  TempDir t;
+  const std::string uci = (t / "uci").string(), ck = (t / "ck").string();
+  for (const std::string& step :
+       {"convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + uci,
+        "tgn train " + uci + " --epochs 1 --checkpoint " + ck + " -q"}) {
+    const Result r = run(step, t.path());
+    ASSERT_EQ(r.code, 0) << step << ": " << r.err;
+  }
+  const fs::path meta = t / "ck/epoch-1/meta.json";
+  ASSERT_TRUE(fs::is_regular_file(meta));
+  fs::remove(meta);
+  ASSERT_EQ(mkfifo(meta.c_str(), 0600), 0);
+  expect_refused(
+      run("tgn train " + uci + " --epochs 2 --checkpoint " + ck + " --resume -q", t.path()),
+      "FIFO checkpoint meta.json",
+      {meta.string() + ": is a FIFO (named pipe), expected a regular file"});
+}
+
 // Class 8. A directory where a file belongs was "internal: basic_filebuf::underflow" (exit 70)
 // without the file's name: now exit 1 naming it, for meta.json, an array and convert's inputs.
 TEST_F(BadSpecialInput, ADirectoryWhereAFileBelongsIsNamed) {
