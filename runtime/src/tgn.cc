@@ -23,6 +23,7 @@
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
@@ -167,8 +168,13 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
     // The newest epoch of these options: a newer one of another run, left where this one was
     // resumed, is passed over; with none of these options the newest says what differs.
     for (std::size_t i = epochs.size(); i-- > 0;) {
-      std::ifstream f(epoch_dir(dir, epochs[i]) / "meta.json");
-      const json m = json::parse(f, nullptr, /*allow_exceptions=*/false);
+      // Through the shared opener: a FIFO must not block, a deep key not recurse in ==. One
+      // that cannot be read is taken: read_meta below then says why, in one line.
+      json m;
+      try {
+        m = read_json_file(epoch_dir(dir, epochs[i]) / "meta.json");
+      } catch (const Error&) {
+      }
       if (!m.is_object() || !m.contains("key") || m.at("key") == key) {
         epochs.resize(i + 1);
         break;
@@ -179,7 +185,7 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
       if (meta.at("key") != key)
         throw ParamError(e.string() + ": checkpoint was made with other options (" +
-                         meta.at("key").dump() +
+                         json_shown(meta.at("key"), 400) +
                          "); resume with the same options or use a new checkpoint directory");
       flat = read_adam_state(e, meta, params);
       const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);
