@@ -21,6 +21,7 @@
 #include <string>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -240,12 +241,15 @@ bool folder_is(const fs::path& d, const std::string& format, std::string* found)
     *found = "not an OGB raw layout";
     return fs::exists(d / "raw" / "num-node-list.csv.gz", ec);
   }
-  std::ifstream f(d / "meta.json");
-  if (!f) {
+  if (!fs::exists(fs::symlink_status(d / "meta.json", ec))) {
     *found = "has no meta.json";
     return false;
   }
-  const nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  try {  // through the input rules: a FIFO or folder named meta.json is no halo folder's
+    j = read_json_file(d / "meta.json");
+  } catch (const Error&) {
+  }
   const std::string have = j.is_object() && j.contains("format") && j["format"].is_string()
                                ? j["format"].get<std::string>()
                                : "";

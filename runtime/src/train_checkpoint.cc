@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
 
@@ -101,12 +101,15 @@ void save_checkpoint(const fs::path& dir, Model& model, const RunState& st, cons
 // that says what differs.
 json checkpoint_meta(const fs::path& dir, const json& key) {
   {  // read_meta's version message would not say what to do
-    std::ifstream f(dir / "meta.json");
-    const json raw = json::parse(f, nullptr, /*allow_exceptions=*/false);
+    json raw;
+    try {
+      raw = read_json_file(dir / "meta.json");
+    } catch (const Error&) {  // read_meta below says what is wrong with it
+    }
     if (raw.is_object() && raw.value("format", "") == kCheckpointFormat &&
-        raw.value("version", 0) != kCheckpointVersion)
+        raw.contains("version") && raw.at("version") != json(kCheckpointVersion))
       throw InputError(
-          dir.string() + ": checkpoint format version " + raw.value("version", json(0)).dump() +
+          dir.string() + ": checkpoint format version " + json_shown(raw.at("version")) +
           ", this halo resumes version " + std::to_string(kCheckpointVersion) +
           " only (version 1 kept per-partition predictions): finish that run with the halo that "
           "wrote it, or start a new checkpoint directory");
@@ -117,11 +120,11 @@ json checkpoint_meta(const fs::path& dir, const json& key) {
   // Floats as a user types them (--lr 0.05, not 0.05000000074505806) unless that hides the
   // difference.
   const auto text = [](const json& v, const json& other) {
-    if (!v.is_number_float() || !other.is_number_float()) return v.dump();
+    if (!v.is_number_float() || !other.is_number_float()) return json_shown(v);
     char a[32], b[32];
     std::snprintf(a, sizeof a, "%g", v.get<double>());
     std::snprintf(b, sizeof b, "%g", other.get<double>());
-    return std::strcmp(a, b) != 0 ? std::string(a) : v.dump();
+    return std::strcmp(a, b) != 0 ? std::string(a) : json_shown(v);
   };
   std::string diff;
   for (const auto& [name, now] : key.items()) {
@@ -130,7 +133,7 @@ json checkpoint_meta(const fs::path& dir, const json& key) {
       diff += (diff.empty() ? "" : ", ") + name + " " + text(now, was) + " here, " +
               text(was, now) + " there";
   }
-  if (diff.empty()) diff = saved.dump();
+  if (diff.empty()) diff = json_shown(saved, 400);
   const bool other_data = !saved.contains("dataset") || saved.at("dataset") != key.at("dataset");
   throw ParamError(
       dir.string() + ": checkpoint of " + (other_data ? "another dataset" : "other options") +
@@ -313,8 +316,11 @@ namespace {
 // the meta cannot be read (then loading it reports why, rather than an older epoch being taken
 // silently).
 bool may_be_of(const fs::path& dir, const json& key) {
-  std::ifstream f(dir / "meta.json");
-  const json meta = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  json meta;
+  try {
+    meta = read_json_file(dir / "meta.json");
+  } catch (const Error&) {
+  }
   return !meta.is_object() || !meta.contains("key") || meta.at("key") == key;
 }
 

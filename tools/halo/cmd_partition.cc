@@ -81,7 +81,9 @@ Action add_partition(CLI::App& app) {
     if (a->json) {
       nlohmann::json shown = meta;
       shown.erase("arrays");
-      std::printf("%s\n", shown.dump(2).c_str());
+      // Invalid UTF-8 (a Latin-1 path) as U+FFFD: the output stays valid JSON.
+      std::printf("%s\n",
+                  shown.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::string by = to_string(a->opt.method);
       if (a->opt.method == PartitionMethod::kMetis)  // the scheme that made it (auto, best)
