@@ -248,6 +248,41 @@ TEST_F(BadSpecialInput, AFifoInACheckpointIsRefusedAtOnce) {
       {meta.string() + ": is a FIFO (named pipe), expected a regular file"});
 }
 
+// The full-graph trainer's checkpoints and a folder replaced with --force go through the same
+// rules: a FIFO epoch meta.json is refused at once on --resume, and a FIFO or a folder named
+// meta.json in the output of `convert --force` is no halo folder's (neither waited on nor an
+// internal error), so the folder is not replaced.
+TEST_F(BadSpecialInput, AFifoInAGcnCheckpointOrAReplacedFolderIsRefusedAtOnce) {
+  TempDir t;
+  const fs::path ds = cora(t);
+  const std::string ck = (t / "ck").string();
+  const Result first =
+      run("train " + ds.string() + " --epochs 1 --checkpoint " + ck + " -q", t.path());
+  ASSERT_EQ(first.code, 0) << first.err;
+  const fs::path meta = t / "ck/run-0/rank-0/epoch-1/meta.json";
+  ASSERT_TRUE(fs::is_regular_file(meta));
+  fs::remove(meta);
+  ASSERT_EQ(mkfifo(meta.c_str(), 0600), 0);
+  expect_refused(
+      run("train " + ds.string() + " --epochs 2 --checkpoint " + ck + " --resume -q", t.path()),
+      "FIFO GCN checkpoint meta.json",
+      {meta.string() + ": is a FIFO (named pipe), expected a regular file"});
+  for (const bool fifo : {true, false}) {
+    const fs::path out = t / (fifo ? "out-fifo" : "out-dir");
+    fs::create_directories(out);
+    if (fifo)
+      ASSERT_EQ(mkfifo((out / "meta.json").c_str(), 0600), 0);
+    else
+      fs::create_directories(out / "meta.json");
+    expect_refused(
+        run("convert " + test::bundled("cora").string() + " -o " + out.string() + " --force",
+            t.path()),
+        fifo ? "convert --force over a FIFO meta.json" : "over a folder meta.json",
+        {out.string(), "--force replaces only a folder halo wrote"}, 2);
+    EXPECT_TRUE(fs::exists(fs::symlink_status(out / "meta.json")));
+  }
+}
+
 // Class 8. A directory where a file belongs was "internal: basic_filebuf::underflow" (exit 70)
 // without the file's name: now exit 1 naming it, for meta.json, an array and convert's inputs.
 TEST_F(BadSpecialInput, ADirectoryWhereAFileBelongsIsNamed) {
