@@ -229,7 +229,7 @@ json parts_meta(const GraphDataset& d, const PartitionOptions& o, const Quality&
       {"split", main_split ? main_split->name : ""},
       {"assignment_in",
        o.assignment_in.empty() ? std::string() : fs::absolute(o.assignment_in).string()}};
-  meta["seed"] = o.seed;
+  meta["seed"] = o.seed ? json(*o.seed) : json(nullptr);  // null: METIS's own default, or 0
   meta["dataset"] = {{"name", d.name},
                      {"nodes", d.graph.num_nodes},
                      {"edges", d.graph.num_edges()},
