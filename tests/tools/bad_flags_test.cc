@@ -280,7 +280,7 @@ TEST_F(BadFlags, EveryNumericFlagOfEveryCommandRefusesValuesOutsideItsRange) {
 // a weight of 1e-300 beside 1 underflowed in METIS, a seed above 2^64 - 1 was clamped, and a
 // METIS seed above 2^31 - 1 was cut to 32 bits.
 TEST_F(BadFlags, PartitionValuesMetisCannotTakeAreRefusedWithTheirRange) {
-  const std::string part = "partition " + cora() + " -k 2 -o out ";
+  const std::string part = "partition " + cora() + " -k 2 ";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"--ufactor -1", {"--ufactor", "[1, 100000]"}},
       {"--ufactor 0", {"--ufactor", "[1, 100000]"}},
@@ -290,14 +290,15 @@ TEST_F(BadFlags, PartitionValuesMetisCannotTakeAreRefusedWithTheirRange) {
       {"--seed 2147483648", {"--seed", "[0, 2147483647]", "--method metis"}},
       {"--seed 2147483648 --method lp-metis", {"--seed", "[0, 2147483647]"}},
   };
-  for (const auto& [flags, parts] : cases) {
-    const test::Run r = halo(part + flags);
+  int i = 0;
+  for (const auto& [flags, parts] : cases) {  // an output each: one written does not hide others
+    const test::Run r = halo(part + "-o out" + std::to_string(i++) + " " + flags);
     expect_one_line(r, 2, parts, flags);
     EXPECT_LT(r.seconds, 10) << flags;
     expect_nothing_written(flags);
   }
   // A seed METIS cannot take is any other method's seed.
-  EXPECT_EQ(halo(part + "--seed 2147483648 --method random").code, 0);
+  EXPECT_EQ(halo(part + "-o out --seed 2147483648 --method random").code, 0);
 }
 
 }  // namespace
