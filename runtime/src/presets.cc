@@ -53,10 +53,11 @@ void TrainOptions::check() const {
       throw ParamError(std::string(flag) + " must be in [" + std::to_string(lo) + ", " +
                        std::to_string(hi) + "], found " + std::to_string(v));
   };
-  if (!(lr > 0 && lr <= kMaxLearningRate))
-    throw ParamError("--lr must be in (0, " + std::to_string(int(kMaxLearningRate)) + "]");
+  static_assert(kMaxLearningRate == 1e30 && kMaxWeightDecay == 1000, "the messages name them");
+  // lr is a float, and float(1e30) is slightly above 1e30: compare in float.
+  if (!(lr > 0 && lr <= float(kMaxLearningRate))) throw ParamError("--lr must be in (0, 1e+30]");
   if (!(weight_decay >= 0 && weight_decay <= kMaxWeightDecay))
-    throw ParamError("--weight-decay must be in [0, " + std::to_string(int(kMaxWeightDecay)) + "]");
+    throw ParamError("--weight-decay must be in [0, 1000]");
   in(epochs, 1, kMaxEpochs, "--epochs");
   in(runs, 1, kMaxRuns, "--runs");
   in(eval_every, 1, kMaxEpochs, "--eval-every");

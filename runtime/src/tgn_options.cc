@@ -83,8 +83,9 @@ void TgnOptions::check() const {
   in(neighbors, 1, kMaxTgnNeighbors, "--neighbors");
   in(batch_size, 1, kMaxBatchSize, "--batch-size");
   in(epochs, 1, kMaxEpochs, "--epochs");
-  if (!(lr > 0 && lr <= kMaxLearningRate))
-    throw ParamError("--lr must be in (0, " + std::to_string(int(kMaxLearningRate)) + "]");
+  static_assert(kMaxLearningRate == 1e30 && kMaxWeightDecay == 1000, "the messages name them");
+  // lr is a float, and float(1e30) is slightly above 1e30: compare in float.
+  if (!(lr > 0 && lr <= float(kMaxLearningRate))) throw ParamError("--lr must be in (0, 1e+30]");
   in(patience, 1, kMaxEpochs, "--patience");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   in(eval_negatives, 0, kMaxEvalNegatives, "--eval-negatives");

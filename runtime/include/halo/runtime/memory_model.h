@@ -144,8 +144,10 @@ constexpr std::int64_t kMaxBatchSize = 1 << 24;     // tgn --batch-size (events)
 constexpr std::int64_t kMaxTgnWidth = 65536;        // tgn --memory-dim, --embed-dim, --time-dim
 constexpr int kMaxTgnNeighbors = 4096;              // tgn --neighbors
 constexpr std::int64_t kMaxEvalNegatives = 100000;  // tgn --eval-negatives
-constexpr double kMaxLearningRate = 1000;           // --lr in (0, kMaxLearningRate]
-constexpr double kMaxWeightDecay = 1000;            // --weight-decay in [0, kMaxWeightDecay]
+// --lr in (0, 1e30]: a rate sizes nothing, and one too large makes the loss non-finite, which
+// training detects and reports (BadTraining drives that with 1e10 and 1e30).
+constexpr double kMaxLearningRate = 1e30;
+constexpr double kMaxWeightDecay = 1000;  // --weight-decay in [0, kMaxWeightDecay]
 
 // Throws ParamError naming `flag` unless threads is in [0, kMaxThreads] (0: OpenMP's default,
 // which OMP_NUM_THREADS sets and must then be in [1, kMaxThreads] too) and this process can start
