@@ -29,7 +29,8 @@ build: configure
 demo: build
 	@bash tools/demo.sh $(HALO)
 
-# KaMinPar's Python package goes in $(BUILD)/py when PyPI is reachable (its tests skip otherwise).
+# KaMinPar's Python package, NumPy 2 and pytest go in $(BUILD)/py when PyPI is reachable
+# (HALO_PYTHON for --method kaminpar; ctest python.numpy2.*): their tests skip otherwise.
 test: build
 	@bash tools/install-kaminpar.sh $(BUILD)/py
 	cd $(BUILD) && if [ -x py/bin/python ]; then export HALO_PYTHON=$$PWD/py/bin/python; fi && \

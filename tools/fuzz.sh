@@ -42,6 +42,9 @@ head -c 20000 /dev/null | seed fuzz_metis empty
 for f in tests/data/npz/*.npz; do seed fuzz_npz "$(basename "$f")" < "$f"; done
 { printf '\0\3\10'; printf '0\n1\n2\n3\n3\n2\n1\n0\n'; } | seed fuzz_assignment part-text
 { printf '\1\1\4'; printf '\223NUMPY\1\0\166\0'; printf "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }%*s\n" 60 ''; printf '\0\0\0\0\1\0\0\0\0\0\0\0\1\0\0\0'; } | seed fuzz_assignment npy-i4
+# fuzz_native mode 3 (issue 35): a meta.json field nested 200,000 deep (refused), 60 deep (parsed).
+printf '\6\3\120\303\125\0' | seed fuzz_native nest-deep
+printf '\7\1\17\0\252\0' | seed fuzz_native nest-shallow
 for i in 0 1 2 3 4 5 6 7 8 9 10 11; do printf "\\$(printf %o $((i % 8)))\\$(printf %o "$i")\1\0\377\40\0\7" | seed fuzz_native "file-$i"; done
 
 mkdir -p "$build/findings"

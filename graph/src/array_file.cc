@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/staging.h"
 
 namespace halo {
@@ -193,8 +194,7 @@ ArrayInfo ArrayFileWriter::finish() {
 
 template <class T>
 Array<T> map_array(const std::filesystem::path& path, ArrayInfo* out_info, bool verify) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_system(path, "cannot open");
+  const int fd = open_input(path);  // a regular file: a FIFO or a device cannot be mapped
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }

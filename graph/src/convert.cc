@@ -86,7 +86,14 @@ Format detect_format(const fs::path& path) {
   }
   const std::string ext = path.extension().string();
   if (ext == ".graph" || ext == ".mgraph" || ext == ".metis") return Format::kMetis;
-  const std::string first = read_first_line(path);
+  // Detecting reads the first line, then the reader opens the file again: a pipe would have
+  // lost what was read (an empty dataset, silently) or wait for a writer that is gone.
+  std::error_code ec;
+  if (fs::status(path, ec).type() == fs::file_type::fifo)
+    throw ParamError(printable(path.string()) +
+                     ": a pipe, whose format cannot be detected without consuming it: name it "
+                     "with --format (edgelist, konect, snap, jodie or metis)");
+  const std::string first = read_first_line(path, InputKind::kStream);
   if (first.rfind("user_id", 0) == 0) return Format::kJodie;
   if (first.rfind('%', 0) == 0) {
     const auto p = first.find_first_not_of("% \t");
@@ -240,6 +247,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
   GraphDataset d;
   d.name = opt.name.empty() ? fs::absolute(input).lexically_normal().filename().string() : opt.name;
   if (d.name.empty()) d.name = fs::absolute(input).parent_path().filename().string();
+  d.name = printable(d.name, 255);  // a folder's name may hold any byte; a dataset's is text
   d.directed = opt.directed;
 
   std::int64_t n = 0;
@@ -284,12 +292,18 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
   }
 
   std::vector<std::int32_t> labels;
+  const fs::path label_file =
+      p.raw /
+      (p.binary && present(p.raw / "node-label.npz") ? "node-label.npz" : "node-label.csv.gz");
   if (p.binary && present(p.raw / "node-label.npz")) {
-    const fs::path lp = p.raw / "node-label.npz";
+    const fs::path lp = label_file;
     NpzReader lab(lp);
     const NpyArrayInfo info = lab.info("node_label");
-    if (info.shape.empty() || std::int64_t(info.shape[0]) != n)
-      throw_input(lp, 0, "node_label: expected " + std::to_string(n) + " rows");
+    if (info.shape.empty() || info.shape.size() > 2 || std::int64_t(info.shape[0]) != n)
+      throw_input(lp, 0,
+                  "node_label: expected shape (" + std::to_string(n) + ",) or (" +
+                      std::to_string(n) + ", T), found " + std::to_string(info.shape.size()) +
+                      " dimensions");
     d.label_cols = info.shape.size() > 1 ? std::int64_t(info.shape[1]) : 1;
     labels.reserve(std::size_t(n * d.label_cols));
     stream_as<double>(lab, "node_label",
@@ -297,10 +311,11 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
                         for (std::size_t i = 0; i < count; ++i) {
                           if (std::isnan(v[i])) {
                             labels.push_back(-1);
-                          } else if (v[i] < 0 || v[i] > INT32_MAX || v[i] != std::floor(v[i])) {
+                          } else if (v[i] < 0 || v[i] >= INT32_MAX || v[i] != std::floor(v[i])) {
                             throw_input(lp, 0,
                                         "node_label[" + std::to_string(first + i) +
-                                            "]: expected a non-negative integer or NaN");
+                                            "]: expected a non-negative integer below " +
+                                            std::to_string(INT32_MAX) + " or NaN");
                           } else {
                             labels.push_back(std::int32_t(v[i]));
                           }
@@ -313,8 +328,10 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
     d.label_kind = d.label_cols > 1 ? LabelKind::kMultilabel : LabelKind::kMulticlass;
     std::int32_t mx = -1;
     for (std::int32_t v : labels) mx = std::max(mx, v);
-    d.num_classes = d.label_kind == LabelKind::kMultilabel ? 2 : mx + 1;
+    d.num_classes = d.label_kind == LabelKind::kMultilabel ? 2 : std::int64_t(mx) + 1;
     d.labels = Array<std::int32_t>(std::move(labels));
+    // What a reader checks, checked before anything is committed (multilabel: 0, 1 or -1).
+    check_labels(label_file, d.labels, d.label_kind, d.label_cols, d.num_classes);
     if (!order.empty()) d.labels = permute_rows(d.labels, std::size_t(d.label_cols), order);
     w.put("labels", d.labels, std::uint64_t(d.label_cols));
   }
@@ -329,6 +346,10 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
     for (const auto& dir : names) {
       Split s;
       s.name = dir.filename().string();
+      // A split's name is what --split takes and what every report shows: text only.
+      if (!is_printable(s.name))
+        throw InputError(printable(dir.string()) +
+                         ": a split name with control bytes (expected printable text)");
       owner.assign(std::size_t(n), 0);
       std::vector<std::string> files;  // the set files read so far, named in overlap errors
       auto load = [&](const char* part) {
@@ -358,7 +379,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
 
   json meta = graph_meta(d);
   meta["source"] = {{"format", p.binary ? "ogb-npz" : "ogb"},
-                    {"path", fs::absolute(input).string()}};
+                    {"path", printable(fs::absolute(input).string(), 4096)}};
   w.commit(std::move(meta));
   rep.kind = "graph";
   rep.nodes = n;
@@ -376,6 +397,9 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
   if (opt.num_nodes < 0 || opt.num_nodes > kMaxNodes)
     throw ParamError("--num-nodes must be in [1, " + std::to_string(kMaxNodes) + "], got " +
                      std::to_string(opt.num_nodes));
+  if (!is_printable(opt.name))
+    throw ParamError("--name: control bytes in \"" + printable(opt.name, 40) +
+                     "\" (a dataset's name is printable text)");
   const Format f = opt.format == Format::kAuto ? detect_format(input) : opt.format;
   if (opt.reorder == NodeOrder::kRcm && (opt.directed || is_temporal(f)))
     throw ParamError("--reorder rcm needs an undirected graph");
@@ -413,7 +437,8 @@ ConvertReport convert(const fs::path& input, const fs::path& output, const Conve
       d.reorder = "rcm";
     }
     const json extra = {
-        {"source", {{"format", format_name(f)}, {"path", fs::absolute(input).string()}}}};
+        {"source",
+         {{"format", format_name(f)}, {"path", printable(fs::absolute(input).string(), 4096)}}}};
     write_graph_dataset(d, output, opt.overwrite, &extra);
     rep.kind = "graph";
     rep.nodes = d.num_nodes();

@@ -8,13 +8,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <utility>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
+#include "halo/graph/text.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -23,6 +25,30 @@ using json = nlohmann::json;
 namespace {
 constexpr const char* kFormat = "halo-dataset";
 constexpr int kVersion = 1;
+
+// The first string or key under j (at `where`) that printable() would change, a control byte
+// (NUL, ESC, DEL, C1) or invalid UTF-8, as {where, text}; none when there is none. Names reach
+// terminals and logs, and a NUL cuts them short in every C API. Nesting is bounded by
+// parse_json (and by the writers), so the recursion is too. "source" (where a dataset came
+// from, a path of any bytes) is never shown and not searched.
+std::optional<std::pair<std::string, std::string>> find_unprintable(const json& j,
+                                                                    const std::string& where) {
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (!is_printable(s)) return std::pair{where, s};
+  } else if (j.is_object()) {
+    for (const auto& [key, v] : j.items()) {
+      const std::string at = where.empty() ? key : where + "." + key;
+      if (!is_printable(key)) return std::pair{at, key};
+      if (where.empty() && key == "source") continue;
+      if (auto bad = find_unprintable(v, at)) return bad;
+    }
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      if (auto bad = find_unprintable(j[i], where + "[" + std::to_string(i) + "]")) return bad;
+  }
+  return std::nullopt;
+}
 
 // Checked and synced (staging.h): the folder's rename commits it.
 void write_json_file(const fs::path& path, const json& j) { write_file(path, j.dump(2) + "\n"); }
@@ -131,6 +157,11 @@ DatasetWriter::DatasetWriter(const fs::path& dir, bool overwrite)
     : staging_(dir, kFormat, overwrite), arrays_(staging_.path()) {}
 
 void DatasetWriter::commit(json meta) {
+  // What the reader refuses is never committed: a name from a caller (Python, --name) or a file
+  // name with control bytes ends here, and the staging folder is removed.
+  if (const auto bad = find_unprintable(meta, ""))
+    throw ParamError("\"" + bad->first + "\": control bytes in \"" + printable(bad->second, 40) +
+                     "\" (a dataset's names are printable text)");
   arrays_.write_meta(std::move(meta), kFormat, kVersion);
   staging_.commit();
 }
@@ -155,6 +186,12 @@ json graph_meta(const GraphDataset& d) {
 
 void write_graph_dataset(const GraphDataset& d, const fs::path& dir, bool overwrite,
                          const json* extra_meta) {
+  // The content checks a reader applies that a caller's arrays may fail (the structure is
+  // build_csr's by construction): what the reader would refuse is never written.
+  check_finite(dir / "features.bin", d.features);
+  if (d.graph.values.size() > 0) check_finite(dir / "edge_weights.bin", d.graph.values);
+  check_labels(dir / "labels.bin", d.labels, d.label_kind, d.label_cols, d.num_classes);
+  check_splits(dir, d.splits, d.graph.num_nodes);
   DatasetWriter w(dir, overwrite);
   const std::int64_t n = d.graph.num_nodes;
   w.put("offsets", d.graph.offsets.data(), std::uint64_t(n + 1));
@@ -201,10 +238,8 @@ void write_temporal_dataset(const TemporalDataset& d, const fs::path& dir, bool 
 // ---- meta.json fields ----------------------------------------------------------------------
 
 namespace {
-std::string shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
+// A found value in a message: short and printable, never the whole untrusted value.
+std::string shown(const json& v) { return json_shown(v); }
 }  // namespace
 
 std::int64_t meta_int(const json& j, const std::string& key, const fs::path& file, std::int64_t lo,
@@ -265,14 +300,9 @@ json read_meta(const fs::path& dir, const std::string& format, int version) {
   if (!fs::exists(dir) && !restore_set_aside(dir))
     throw_input(dir, 0, "missing (not a directory; expected a " + format + ")");
   if (!fs::is_directory(dir)) throw_input(dir, 0, "not a directory (expected a " + format + ")");
-  std::ifstream f(p);
-  if (!f) throw_input(p, 0, "missing: not a halo " + format + " directory");
-  json j;
-  try {
-    j = json::parse(f);
-  } catch (const json::exception& e) {
-    throw_input(p, 0, std::string("invalid JSON: ") + e.what());
-  }
+  if (!fs::exists(p)) throw_input(p, 0, "missing: not a halo " + format + " directory");
+  // A regular file only (a FIFO would block, a directory is no file), depth-limited.
+  json j = read_json_file(p);
   const json* fmt = j.is_object() && j.contains("format") ? &j["format"] : nullptr;
   if (!fmt || !fmt->is_string() || fmt->get<std::string>() != format) {
     std::string what =
@@ -313,6 +343,11 @@ namespace {
 // bounded by what the id types hold; shapes are checked against the files before mapping.
 void check_dataset_meta(const json& meta, const fs::path& p) {
   constexpr std::int64_t kMaxCount = std::int64_t(1) << 62;
+  // Names (the dataset's, its splits' and arrays') are shown as they are: refused unless text.
+  if (const auto bad = find_unprintable(meta, ""))
+    throw_input(p, 0,
+                "\"" + bad->first + "\": control bytes in \"" + printable(bad->second, 40) +
+                    "\" (expected printable text)");
   const std::string kind = meta_string(meta, "kind", p, "graph");
   meta_string(meta, "name", p, "");
   meta_string(meta, "fingerprint", p, "");

@@ -65,7 +65,7 @@ GraphDataset read_edge_list(const std::filesystem::path& path, const EdgeListOpt
           max_line = c.line();
         }
       },
-      "reading edge list");
+      "reading edge list", InputKind::kStream);  // named on the command line
   // Without --num-nodes the largest id sizes the graph: check that the ids were meant as a
   // dense range before the CSR allocates 8 bytes per node.
   if (opt.num_nodes == 0 && !opt.allow_sparse_ids)
@@ -74,7 +74,7 @@ GraphDataset read_edge_list(const std::filesystem::path& path, const EdgeListOpt
                      "pass --num-nodes N to size the graph, or --allow-sparse-ids to keep the ids");
   edges.num_nodes = opt.num_nodes > 0 ? opt.num_nodes : max_id + 1;
   GraphDataset d;
-  d.name = path.stem().string();
+  d.name = printable(path.stem().string(), 255);  // shown as is: text only
   d.directed = opt.directed;
   d.graph = build_csr(std::move(edges), {.symmetrize = !opt.directed});
   return d;

@@ -49,6 +49,7 @@
 #include "halo/graph/gzip_writer.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
+#include "halo/graph/text.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -582,7 +583,7 @@ EdgeId write_csr(const Model& g, DatasetWriter& w) {
 void write_native(const Model& g, const fs::path& dir) {
   const auto& o = g.o;
   GraphDataset d;  // the metadata only: arrays are written as they are made
-  d.name = dir.filename().string();
+  d.name = printable(dir.filename().string(), 255);  // shown as is: text only
   DatasetWriter w(dir, o.overwrite);
   const EdgeId entries = write_csr(g, w);
   if (o.features > 0) {

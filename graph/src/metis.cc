@@ -110,7 +110,7 @@ GraphDataset read_metis(const std::filesystem::path& path) {
         if (dup != row.end())
           c.fail("vertex lists neighbour " + std::to_string(*dup + 1) + " twice");
       },
-      "reading METIS graph");
+      "reading METIS graph", InputKind::kStream);  // named on the command line
 
   if (n < 0) throw_input(path, 0, "empty file: expected a header line \"n m [fmt [ncon]]\"");
   if (vertex != n)
@@ -123,7 +123,7 @@ GraphDataset read_metis(const std::filesystem::path& path) {
                     " adjacency entries), the body has " + std::to_string(entries) + " entries");
 
   GraphDataset d;
-  d.name = path.stem().string();
+  d.name = printable(path.stem().string(), 255);  // shown as is: text only
   d.graph = build_csr(std::move(edges), {.symmetrize = false});
   NodeId bu = 0, bv = 0;
   if (!is_symmetric(d.graph.view(), &bu, &bv))

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 
 namespace halo {
 
@@ -143,11 +144,9 @@ struct Archive {
   }
 
   void open_file() {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_system(path, "cannot open");
+    fd = open_input(path);  // a zip archive is read from its end: a regular file only
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw_system(path, "cannot stat");
-    if (!S_ISREG(st.st_mode)) fail("not a regular file");
     file_size = static_cast<std::uint64_t>(st.st_size);
   }
 

@@ -87,8 +87,10 @@ std::vector<std::int32_t> read_ogb_labels(const std::filesystem::path& path, std
             labels.push_back(-1);  // OGB marks unlabelled nodes with NaN
             continue;
           }
-          if (v < 0 || v > INT32_MAX || v != std::floor(v))
-            c.fail("expected a non-negative integer label or NaN, found " + std::to_string(v));
+          // Below INT32_MAX: the class count (largest label + 1) must fit meta.json's int32.
+          if (v < 0 || v >= INT32_MAX || v != std::floor(v))
+            c.fail("expected a non-negative integer label below " + std::to_string(INT32_MAX) +
+                   " or NaN, found " + std::to_string(v));
           labels.push_back(std::int32_t(v));
         }
         c.expect_end(width);

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -25,10 +27,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Kills this process at a named step of a commit when HALO_TEST_KILL_AT names it (tests only).
+// Kills this process at a named step of a commit when HALO_TEST_KILL_AT names it, or waits
+// there (up to 60 s) until a file exists when HALO_TEST_WAIT_AT is "STEP:FILE", so a test can
+// commit another writer's output in between (tests only).
 void kill_point(const char* step) {
   const char* at = std::getenv("HALO_TEST_KILL_AT");
   if (at && std::strcmp(at, step) == 0) ::raise(SIGKILL);
+  const char* wait = std::getenv("HALO_TEST_WAIT_AT");
+  const std::size_t n = std::strlen(step);
+  if (!wait || std::strncmp(wait, step, n) != 0 || wait[n] != ':') return;
+  for (int i = 0; i < 6000 && ::access(wait + n + 1, F_OK) != 0; ++i) ::usleep(10000);
 }
 
 bool exchange_disabled() {
@@ -47,11 +55,58 @@ fs::path folder_of(const fs::path& p) {
 constexpr const char* kTmp = "tmp";
 constexpr const char* kOld = "old";
 
+// The longest name a staging entry gives its output: ".NAME.halo-KIND-PID" must fit NAME_MAX
+// (255 bytes on every Linux file system) with a PID of up to 9 digits.
+constexpr std::size_t kMaxStagedName =
+    255 - std::char_traits<char>::length(".") - std::char_traits<char>::length(".halo-tmp-") - 9;
+
+// Whether a staging entry's NAME is staged_key's shortened form ("PREFIX~" + 16 hex digits),
+// which cannot be turned back into the output's name.
+bool shortened_key(const std::string& key) {
+  const std::size_t n = key.size();
+  return n > 17 + 190 && key[n - 17] == '~' &&
+         key.find_first_not_of("0123456789abcdef", n - 16) == std::string::npos;
+}
+
+// The NAME part of a staging entry for an output named `name`: the name itself, or, when it is
+// too long to fit, its first bytes (cut at a UTF-8 boundary) + "~" + a 64-bit FNV-1a hash of
+// the whole name, so any name the file system accepts can be staged, and two long names that
+// share their first 200 bytes still get distinct entries.
+std::string staged_key(const std::string& name) {
+  if (name.size() <= kMaxStagedName) return name;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  std::size_t cut = 200;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return name.substr(0, cut) + "~" + hex;
+}
+
+// The long names this process shortened (staged_key), so that shown_path can name the output.
+std::mutex g_long_names_mutex;
+std::map<std::string, std::string>& long_names() {
+  static std::map<std::string, std::string> names;
+  return names;
+}
+
+// The output name behind a staging key of this process (the key itself unless it was shortened).
+std::string full_name(const std::string& key) {
+  if (!shortened_key(key)) return key;
+  const std::lock_guard<std::mutex> hold(g_long_names_mutex);
+  const auto it = long_names().find(key);
+  return it == long_names().end() ? key : it->second;
+}
+
 fs::path staging_name(const fs::path& p, const char* kind) {
   const fs::path d = entry(p);
+  if (const std::string name = d.filename().string(); name.size() > kMaxStagedName) {
+    const std::lock_guard<std::mutex> hold(g_long_names_mutex);
+    long_names().emplace(staged_key(name), name);
+  }
   // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on "." + std::string temporaries.
   std::string name = ".";
-  name += d.filename().string();
+  name += staged_key(d.filename().string());
   name += ".halo-";
   name += kind;
   name += "-";
@@ -199,6 +254,59 @@ bool folder_is(const fs::path& d, const std::string& format, std::string* found)
   return have == format;
 }
 
+// What occupies p now (links not followed: the resolved destination is what is renamed over).
+PathIdentity identity(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return {};
+  return {true, std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
+}
+
+bool same(const PathIdentity& a, const PathIdentity& b) {
+  return a.present == b.present && a.dev == b.dev && a.ino == b.ino;
+}
+
+// An exclusive flock on an output's folder for the few calls of a commit (look, then rename), so
+// that halo writers committing into one folder take turns and the second sees the first's output.
+// Without one (a file system without flock) the look and the rename are still microseconds apart.
+class CommitTurn {
+ public:
+  explicit CommitTurn(const fs::path& dir)
+      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~CommitTurn() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CommitTurn(const CommitTurn&) = delete;
+  CommitTurn& operator=(const CommitTurn&) = delete;
+
+ private:
+  int fd_;
+};
+
+// The refusal of a commit whose destination another writer committed after this one started.
+ParamError taken(const fs::path& out, bool existed, bool force_flag) {
+  if (!existed)
+    return ParamError(
+        out.string() +
+        ": already exists: another process wrote it while this one ran; not "
+        "replaced" +
+        (force_flag ? " (pass --force to replace it)" : " (run again to replace it)"));
+  return ParamError(out.string() +
+                    ": replaced by another process while this one ran; not replaced again (run "
+                    "again to replace it)");
+}
+
+// Renames from to a new entry to, never over one (RENAME_NOREPLACE; a plain rename after the
+// check where the file system lacks it). False with errno EEXIST when to is taken.
+bool rename_new(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS) return false;
+  return ::rename(from.c_str(), to.c_str()) == 0;
+}
+
 }  // namespace
 
 // ---- checks
@@ -254,8 +362,8 @@ fs::path resolve_stream_output(const fs::path& out, const std::vector<fs::path>&
 fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool overwrite,
                             const std::vector<fs::path>& inputs) {
   if (out.empty()) throw ParamError("output path is empty");
-  fs::path target = follow_links(out);     // not const: returned by move
-  clean_stale_staging(folder_of(target));  // may restore target: check after
+  fs::path target = follow_links(out);             // not const: returned by move
+  clean_stale_staging(folder_of(target), target);  // may restore target: check after
   check_not_input(out, inputs);
   struct stat st {};
   if (::stat(target.c_str(), &st) != 0) return target;
@@ -315,8 +423,10 @@ bool restore(const fs::path& aside, const fs::path& target, pid_t pid) {
 }
 }  // namespace
 
-void clean_stale_staging(const fs::path& dir) {
+void clean_stale_staging(const fs::path& dir, const fs::path& target_hint) {
   try {
+    const std::string hint =
+        target_hint.empty() ? std::string() : staged_key(entry(target_hint).filename().string());
     std::error_code ec;
     std::vector<std::pair<fs::path, StagingEntry>> stale;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -326,7 +436,13 @@ void clean_stale_staging(const fs::path& dir) {
     }
     for (const auto& [p, s] : stale) {
       std::error_code rc;
-      const fs::path target = dir / s.name;
+      fs::path target = dir / s.name;
+      if (s.kind == kOld && shortened_key(s.name)) {
+        // An old output of a long name: only a writer or reader of that name knows it; until
+        // one comes, it waits (never removed: it may be all that is left of the output).
+        if (s.name != hint) continue;
+        target = dir / entry(target_hint).filename();
+      }
       // A replace died between moving the old output aside and renaming the new one in.
       if (s.kind == kOld && !fs::exists(fs::symlink_status(target, rc)) &&
           restore(p, target, s.pid))
@@ -345,7 +461,7 @@ bool restore_set_aside(const fs::path& out) {
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       StagingEntry s;
       if (!parse_staging(e.path().filename().string(), &s) || s.kind != kOld ||
-          s.name != target.filename())
+          s.name != staged_key(target.filename().string()))
         continue;
       if (s.pid != getpid() && writer_gone(e.path(), s.pid))
         return restore(e.path(), target, s.pid);
@@ -361,7 +477,7 @@ fs::path shown_path(const fs::path& p) {
   for (const fs::path& part : p) {
     StagingEntry s;
     const bool ours = parse_staging(part.string(), &s) && s.kind == kTmp && s.pid == getpid();
-    out /= ours ? fs::path(s.name) : part;
+    out /= ours ? fs::path(full_name(s.name)) : part;
   }
   return out;
 }
@@ -405,7 +521,10 @@ void write_file(const fs::path& path, std::string_view text) {
 
 StagingDir::StagingDir(const fs::path& dir, const std::string& format, bool overwrite,
                        const std::vector<fs::path>& inputs)
-    : dir_(resolve_dir_output(dir, format, overwrite, inputs)), tmp_(staging_name(dir_, kTmp)) {
+    : dir_(resolve_dir_output(dir, format, overwrite, inputs)),
+      tmp_(staging_name(dir_, kTmp)),
+      overwrite_(overwrite),
+      before_(identity(dir_)) {
   std::error_code ec;
   fs::remove_all(tmp_, ec);  // a dead process's with our PID
   for (fs::path d = folder_of(dir_); !d.empty() && !fs::exists(fs::symlink_status(d, ec));
@@ -434,18 +553,20 @@ void StagingDir::commit() {
   kill_point("staged");
   const fs::path parent = folder_of(dir_);
   std::error_code ec;
-  struct stat st {};
-  if (::lstat(dir_.c_str(), &st) != 0) {  // a new output: never replace one that appeared meanwhile
-    if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_NOREPLACE) != 0) {
-      if (errno == EEXIST)
-        throw ParamError(dir_.string() + ": appeared while being written; not replaced");
-      if ((errno != EINVAL && errno != ENOSYS) || ::rename(tmp_.c_str(), dir_.c_str()) != 0)
-        throw_system(dir_, "cannot rename the staging folder into place");
+  const CommitTurn turn(parent);
+  const PathIdentity now = identity(dir_);
+  if (!now.present) {  // a new output: never replace one that appeared meanwhile
+    if (!rename_new(tmp_, dir_)) {
+      if (errno == EEXIST || errno == ENOTEMPTY) throw taken(dir_, false, true);
+      throw_system(dir_, "cannot rename the staging folder into place");
     }
     committed_ = true;
     sync_dir(parent);
     return;
   }
+  // Only what was there when this writer started, and only when asked to (--force): otherwise
+  // another writer committed it meanwhile, and its output stays.
+  if (!overwrite_ || !same(now, before_)) throw taken(dir_, before_.present, true);
   // Replacing: one atomic swap where the file system can; tmp_ then holds the old output.
   if (!exchange_disabled()) {
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) == 0) {
@@ -488,8 +609,11 @@ void StagingDir::commit() {
 // ----------------------------------------------------------------------------------
 
 StagedFile::StagedFile(const fs::path& path, const std::vector<fs::path>& inputs)
-    : shown_(path), path_(resolve_file_output(path, inputs)), tmp_(staging_name(path_, kTmp)) {
-  clean_stale_staging(folder_of(path_));
+    : shown_(path),
+      path_(resolve_file_output(path, inputs)),
+      tmp_(staging_name(path_, kTmp)),
+      before_(identity(path_)) {
+  clean_stale_staging(folder_of(path_), path_);
   fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw_system(shown_, "cannot create");
   (void)::flock(fd_, LOCK_EX | LOCK_NB);
@@ -522,8 +646,17 @@ void StagedFile::write_at(const void* data, std::size_t n, std::uint64_t offset)
 void StagedFile::commit() {
   sync_fd(fd_, shown_);
   kill_point("staged");
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-    throw_system(shown_, "cannot rename the staging file into place");
+  {
+    const CommitTurn turn(folder_of(path_));
+    const PathIdentity now = identity(path_);
+    if (now.present && !same(now, before_)) throw taken(shown_, before_.present, false);
+    const bool moved =
+        now.present ? ::rename(tmp_.c_str(), path_.c_str()) == 0 : rename_new(tmp_, path_);
+    if (!moved) {
+      if (errno == EEXIST) throw taken(shown_, false, false);
+      throw_system(shown_, "cannot rename the staging file into place");
+    }
+  }
   const int fd = fd_;
   fd_ = -1;  // renamed: nothing to remove any more
   if (::close(fd) != 0) throw_system(shown_, "close failed");
@@ -541,9 +674,16 @@ void LogFile::open(const fs::path& path, bool append, const std::vector<fs::path
   const fs::path target = resolve_stream_output(path, inputs);
   struct stat st {};
   const bool existed = ::stat(target.c_str(), &st) == 0;
+  // Non-blocking, so a FIFO nobody reads fails now (ENXIO) instead of waiting forever for a
+  // reader; the writes after it block as a pipe's should.
   const int fd =
-      ::open(target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+      ::open(target.c_str(),
+             O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : O_TRUNC), 0644);
+  if (fd < 0 && errno == ENXIO)
+    throw ParamError(path.string() +
+                     ": a FIFO that no process is reading; start its reader first, or give a file");
   if (fd < 0) throw_system(path, "cannot open log");
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
   path_ = path;

@@ -6,6 +6,7 @@
 
 #include "halo/graph/algorithms.h"
 #include "halo/graph/dataset.h"
+#include "halo/graph/text.h"
 
 namespace halo {
 using json = nlohmann::json;
@@ -59,7 +60,10 @@ json summarize_dataset(const std::filesystem::path& dir) {
 
 std::string format_summary(const json& s) {
   std::ostringstream o;
-  o << "dataset     " << s.value("name", "") << " (" << s.value("path", "") << ")\n";
+  // Names and paths come from files and folders: shown escaped, so no byte drives the terminal
+  // and a NUL cannot hide what follows (the reader refuses such names; this is the backstop).
+  o << "dataset     " << printable(s.value("name", "")) << " (" << printable(s.value("path", ""))
+    << ")\n";
   if (s.value("kind", "") == "temporal") {
     o << "kind        temporal event stream\n"
       << "nodes       " << s["nodes"]
@@ -86,12 +90,13 @@ std::string format_summary(const json& s) {
     o << ", " << s["missing_labels"] << " unlabelled";
   o << "\n";
   for (const auto& [name, c] : s["splits"].items())
-    o << "split       " << name << ": train " << c["train"] << ", valid " << c["valid"] << ", test "
-      << c["test"] << "\n";
+    o << "split       " << printable(name) << ": train " << c["train"] << ", valid " << c["valid"]
+      << ", test " << c["test"] << "\n";
   o << "components  " << s["components"] << "\n";
   if (s["node_weights"].get<int>() > 0) o << "node wgts   " << s["node_weights"] << " per node\n";
   if (s["edge_weights"].get<bool>()) o << "edge wgts   yes\n";
-  if (s["reorder"] != "none") o << "reordered   " << s["reorder"].get<std::string>() << "\n";
+  if (s["reorder"] != "none")
+    o << "reordered   " << printable(s["reorder"].get<std::string>()) << "\n";
   return o.str();
 }
 

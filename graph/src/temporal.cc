@@ -48,7 +48,7 @@ TemporalDataset finish(RawEvents&& r, const std::filesystem::path& path, std::in
   const std::size_t e = r.src.size();
   if (e == 0) throw_input(path, 0, "no events found");
   TemporalDataset d;
-  d.name = path.stem().string();
+  d.name = printable(path.stem().string(), 255);  // shown as is: text only
   std::int64_t max_id = -1;
   for (std::size_t i = 0; i < e; ++i) max_id = std::max<std::int64_t>({max_id, r.src[i], r.dst[i]});
   // The largest id sizes every per-node table of the models (TGN's memory): a stray id must
@@ -107,7 +107,7 @@ TemporalDataset read_konect(const std::filesystem::path& path, bool allow_sparse
         r.time.push_back(checked_time(c));
         c.expect_end(4);
       },
-      "reading KONECT events");
+      "reading KONECT events", InputKind::kStream);  // named on the command line
   return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
@@ -126,7 +126,7 @@ TemporalDataset read_snap(const std::filesystem::path& path, bool allow_sparse_i
         r.time.push_back(checked_time(c));
         c.expect_end(3);
       },
-      "reading SNAP events");
+      "reading SNAP events", InputKind::kStream);  // named on the command line
   return finish(std::move(r), path, 0, allow_sparse_ids);
 }
 
@@ -174,7 +174,7 @@ TemporalDataset read_jodie(const std::filesystem::path& path, bool allow_sparse_
           r.features.push_back(c.next_float("feature"));
         c.expect_end(columns);
       },
-      "reading JODIE events");
+      "reading JODIE events", InputKind::kStream);  // named on the command line
   // Items follow users in one id space, as TGN's preprocessing does.
   const std::int64_t users = max_user + 1;
   for (std::int64_t i : items) {

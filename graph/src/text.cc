@@ -225,15 +225,14 @@ struct LineReader::Impl {
   }
 };
 
-LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes)
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line_bytes,
+                       InputKind kind)
     : path_(path), impl_(new Impl) {
   impl_->path = path;
   impl_->max_line = max_line_bytes;
-  impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (impl_->fd < 0) throw_system(path, "cannot open");
+  impl_->fd = open_input(path, kind);  // a directory, or a FIFO where a file belongs, is refused
   struct stat st {};
   if (fstat(impl_->fd, &st) != 0) throw_system(path, "cannot stat");
-  if (S_ISDIR(st.st_mode)) throw InputError(path.string() + ": is a directory, expected a file");
   impl_->size = S_ISREG(st.st_mode) ? std::uint64_t(st.st_size) : 0;
   // The magic is read, not pread, so that pipes and devices are sniffed too.
   char magic[2];
@@ -403,8 +402,8 @@ void LineCursor::bad_number(std::string_view f, const char* what, const char* ki
        ", found '" + printable(f, 40) + "'");
 }
 
-std::string read_first_line(const std::filesystem::path& path) {
-  LineReader r(path);
+std::string read_first_line(const std::filesystem::path& path, InputKind kind) {
+  LineReader r(path, kMaxLineBytes, kind);
   std::string_view block;
   if (!r.next(block)) return {};
   std::string line(block.substr(0, block.find('\n')));
@@ -456,5 +455,7 @@ std::string printable(std::string_view s, std::size_t max_bytes) {
   if (s.size() > max_bytes) out += "...";
   return out;
 }
+
+bool is_printable(std::string_view s) { return printable(s, s.size()) == s; }
 
 }  // namespace halo

@@ -1,5 +1,7 @@
 // An assignment computed elsewhere (ParMETIS, KaHIP, KaMinPar, a user's own): gpmetis's .part.K
 // text, or a 1-D int32/int64 NumPy .npy, validated before any part is written.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/text.h"
 #include "halo/partition/partition.h"
 
@@ -69,6 +72,8 @@ std::string npy_field(const std::string& header, const std::string& key, const f
 }
 
 std::vector<PartId> read_npy(const fs::path& file, std::int64_t n, int k) {
+  // A regular file only: a FIFO is refused by open_input before the blocking open below.
+  ::close(open_input(file));
   std::ifstream in(file, std::ios::binary);
   if (!in) throw SystemError(file.string() + ": cannot open: " + std::strerror(errno));
   char magic[8] = {};

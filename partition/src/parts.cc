@@ -10,14 +10,15 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <span>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
+#include "halo/graph/text.h"
 #include "halo/partition/halo_plan.h"
 #include "halo/partition/speed.h"
 
@@ -363,8 +364,9 @@ json partition_dataset(const fs::path& dataset, const fs::path& out, const Parti
   // is not a parts folder, or one that would replace or write into the dataset.
   std::vector<fs::path> inputs = {dataset};
   if (!o.assignment_in.empty()) {
-    if (!fs::is_regular_file(o.assignment_in))
+    if (!fs::exists(o.assignment_in))
       throw ParamError("--assignment-in " + o.assignment_in.string() + ": no such file");
+    ::close(open_input(o.assignment_in));  // a FIFO, a directory, a device: refused, named
     inputs.push_back(o.assignment_in);
   }
   resolve_dir_output(out, kPartsFormat, overwrite, inputs);
@@ -434,9 +436,15 @@ void check_parts_meta(const json& meta, const fs::path& p) {
   meta_int(ds, "nodes", p, 0, kMaxNodes);
   meta_int(ds, "edges", p, 0, kMaxCount, 0);
   meta_int(ds, "features", p, 0, INT32_MAX, 0);
-  meta_string(ds, "name", p, "");
+  // The names `halo info` and the trainer show as they are: text only (as a dataset's).
+  for (const auto& [where, name] :
+       {std::pair<std::string, std::string>{"dataset.name", meta_string(ds, "name", p, "")},
+        {"method", meta_string(meta, "method", p, "")}})
+    if (!is_printable(name))
+      throw_input(p, 0,
+                  "\"" + where + "\": control bytes in \"" + printable(name, 40) +
+                      "\" (expected printable text)");
   meta_bool(ds, "directed", p, false);
-  meta_string(meta, "method", p, "");
   meta_string(meta, "dataset_path", p, "");
   meta_string(meta_object(meta, "options", p), "split", p, "");
   meta_string(meta, "fingerprint", p);
@@ -453,7 +461,7 @@ void check_parts_meta(const json& meta, const fs::path& p) {
       arrays_fingerprint(meta["arrays"], meta["dataset_fingerprint"].get<std::string>());
   if (meta["fingerprint"] != fp)
     throw_input(p, 0,
-                "\"fingerprint\" " + meta["fingerprint"].dump() +
+                "\"fingerprint\" " + json_shown(meta["fingerprint"]) +
                     " disagrees with its arrays and dataset (" + fp +
                     "): meta.json edited by hand?");
 }
@@ -501,7 +509,7 @@ void check_part_meta(const json& meta, const json& root, int rank, const fs::pat
   if (meta_int(meta, "features", p, 0, INT32_MAX, 0) !=
       root["dataset"].value("features", std::int64_t(0)))
     throw_input(p, 0,
-                "\"features\": expected " + root["dataset"].value("features", json(0)).dump() +
+                "\"features\": expected " + json_shown(root["dataset"].value("features", json(0))) +
                     " as in " + rootp.string());
   check_labels_meta(meta_object(meta, "labels", p), p);
   for (const auto& [name, counts] : meta_object(meta, "splits", p).items()) {
@@ -525,12 +533,15 @@ json read_parts_meta(const fs::path& dir) {
 }
 
 bool is_parts_dir(const fs::path& dir) {
-  std::ifstream f(dir / "meta.json");
-  if (!f) return false;
+  const fs::path p = dir / "meta.json";
+  if (!fs::exists(p)) return false;
+  // A meta.json that is no regular file (a FIFO, a directory) is refused here, naming it;
+  // one that is not JSON is no partition's.
+  const std::string text = read_input_file(p);
   try {
-    const json j = json::parse(f);
+    const json j = parse_json(text, p);
     return j.is_object() && j.contains("format") && j["format"] == kPartsFormat;
-  } catch (const json::exception&) {
+  } catch (const InputError&) {
     return false;
   }
 }

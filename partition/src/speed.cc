@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <numeric>
 #include <sstream>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 
 namespace halo {
 
@@ -28,7 +28,7 @@ double positive(const nlohmann::json& j, const std::string& key, const std::stri
     bad(source, where + "\"" + key + "\": expected a number");
   const double v = j[key].get<double>();
   if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
-    bad(source, where + "\"" + key + "\": expected a positive number, found " + j[key].dump());
+    bad(source, where + "\"" + key + "\": expected a positive number, found " + json_shown(j[key]));
   return v;
 }
 
@@ -82,7 +82,7 @@ SpeedTable speed_table_from_json(const nlohmann::json& j, const std::string& sou
       const double x = v.is_number() ? v.get<double>() : -1;
       if (!std::isfinite(x) || x < 0 || (p != r && x == 0))
         bad(source, where + "\"link_bytes_per_s\"[" + std::to_string(p) +
-                        "]: expected a positive number, found " + v.dump());
+                        "]: expected a positive number, found " + json_shown(v));
       s.link_bytes_per_s.push_back(x);
     }
     t.ranks.push_back(std::move(s));
@@ -91,14 +91,10 @@ SpeedTable speed_table_from_json(const nlohmann::json& j, const std::string& sou
 }
 
 SpeedTable read_speed_table(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string() + ": cannot open the speed table");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string() + ": not JSON (byte " + std::to_string(e.byte) + ")");
-  }
+  if (!std::filesystem::exists(file))
+    throw InputError(file.string() + ": cannot open the speed table: no such file");
+  // A regular file (a FIFO would block), parsed depth-limited.
+  const nlohmann::json j = read_json_file(file);
   return speed_table_from_json(j, file.string());
 }
 

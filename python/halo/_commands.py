@@ -33,10 +33,19 @@ def _flags(flags: Dict[str, Any]) -> List[str]:
     return out
 
 
-def run(*args: PathLike) -> int:
+def run(*args: Union[PathLike, int, float]) -> int:
     """Runs ``halo ARGS...`` in this process and returns its exit status (0); errors raise
     :class:`halo.Error` with the line the CLI prints. Output goes to this process's stdout."""
-    return _halo.run([os.fspath(a) for a in args])
+    argv: List[str] = []
+    for a in args:
+        if isinstance(a, (int, float)) and not isinstance(a, bool):
+            a = str(a)  # run("train", d, "--epochs", 5)
+        if not isinstance(a, (str, bytes, os.PathLike)):
+            raise _halo.ParamError("argument %r: expected a str, os.PathLike or number" % (a,))
+        argv.append(os.fsdecode(os.fspath(a)))
+        if "\0" in argv[-1]:  # a C string would end there: the command would get another one
+            raise _halo.ParamError("argument %r: contains a NUL character" % argv[-1])
+    return _halo.run(argv)
 
 
 def convert(input: PathLike, out: PathLike, **flags: Any) -> Union["Dataset", str]:

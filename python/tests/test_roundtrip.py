@@ -88,6 +88,25 @@ def test_multilabel_and_directed_and_weights(tmp_path):
     np.testing.assert_array_equal(d.indices, want.indices)
 
 
+def test_views_read_as_numpy_reads_them(cora):
+    """Every view is C-ordered with NumPy's strides and reads the stored values, under NumPy 1
+    and 2 alike (ctest python.numpy2.*: with pybind11 < 2.12 every stride was 0 under NumPy 2)."""
+    d = halo.Dataset.open(cora)
+    views = [d.offsets, d.indices, d.features, d.labels] + \
+        [ids for split in d.splits.values() for ids in split.values()]
+    for v in views:
+        assert v.strides == np.ascontiguousarray(v).strides == \
+            tuple(v.itemsize * int(np.prod(v.shape[i + 1:])) for i in range(v.ndim)), v.strides
+        assert v.flags.c_contiguous and not v.flags.writeable
+    assert d.offsets[0] == 0 and d.offsets[-1] == d.num_edges == len(d.indices)
+    assert np.all(np.diff(d.offsets) >= 0) and d.indices.max() == d.num_nodes - 1
+    assert len(np.unique(d.features.sum(axis=1))) > 10  # rows differ: not one row repeated
+    assert d.labels.min() == 0 and d.labels.max() == d.num_classes - 1
+    ei = d.edge_index()
+    assert ei.shape == (2, d.num_edges) and set(ei[0]) == set(range(d.num_nodes))
+    np.testing.assert_array_equal(d.to_scipy().toarray(), d.to_scipy().toarray().T)
+
+
 def test_views_are_read_only_and_outlive_the_dataset(tmp_path):
     d = halo.write_dataset(tmp_path / "r", edge_index=random_graph(), x=np.ones((50, 2)))
     f = d.features

@@ -2,10 +2,16 @@
 // copied as they are, so a resume continues bit for bit.
 #include "halo/runtime/checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
 #include "halo/graph/dataset.h"
+#include "halo/graph/error.h"
 #include "halo/graph/staging.h"
 
 namespace halo {
@@ -33,6 +39,195 @@ std::vector<int> committed_epochs(const fs::path& dir) {
 void remove_epochs_before(const fs::path& dir, int epoch) {
   for (int e : committed_epochs(dir))
     if (e < epoch) remove_committed_dir(epoch_dir(dir, e), "cannot remove an old checkpoint epoch");
+}
+
+void remove_epochs_but(const fs::path& dir, int epoch) {
+  for (int e : committed_epochs(dir))
+    if (e != epoch)
+      remove_committed_dir(epoch_dir(dir, e), "cannot remove a superseded checkpoint epoch");
+}
+
+namespace {
+
+// What one rank sees in a checkpoint folder: the newest committed epoch of halo checkpoints
+// (DIR/epoch-E of TGN, DIR/run-R/rank-r/epoch-E of the full-graph trainer; -1 when there are
+// none), and the first entry that is neither those, a lock nor a staging entry.
+struct FolderContents {
+  int newest = -1;
+  std::string foreign;
+};
+
+bool is_epoch_name(const std::string& n) {
+  return n.rfind("epoch-", 0) == 0 && n.size() > 6 &&
+         n.find_first_not_of("0123456789", 6) == std::string::npos;
+}
+
+bool is_halo_entry(const std::string& n) {
+  // Locks, and what staged writers and removals leave (".NAME.halo-tmp-PID"), cleaned by them.
+  return n.rfind(".halo-lock-rank-", 0) == 0 ||
+         (n[0] == '.' &&
+          (n.find(".halo-tmp-") != std::string::npos || n.find(".halo-old-") != std::string::npos));
+}
+
+// The newest committed epoch under a run-R folder (any rank-r), or -1; *foreign gets the first
+// entry that does not belong there.
+int newest_in_run(const fs::path& run, std::string* foreign) {
+  int newest = -1;
+  std::error_code ec;
+  for (const auto& r : fs::directory_iterator(run, ec)) {
+    const std::string n = r.path().filename().string();
+    if (is_halo_entry(n)) continue;
+    if (n.rfind("rank-", 0) != 0 || !r.is_directory(ec)) {
+      if (foreign->empty()) *foreign = (run.filename() / n).string();
+      continue;
+    }
+    for (int e : committed_epochs(r.path())) newest = std::max(newest, e);
+  }
+  return std::max(newest, 0);  // an (emptied) run folder is still an earlier run's
+}
+
+FolderContents look_into(const fs::path& dir) {
+  FolderContents c;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (is_halo_entry(n)) continue;
+    const bool folder = e.is_directory(ec);
+    if (folder && is_epoch_name(n))
+      c.newest = std::max(c.newest, std::stoi(n.substr(6)));
+    else if (folder && n.rfind("run-", 0) == 0 && n.size() > 4 &&
+             n.find_first_not_of("0123456789", 4) == std::string::npos)
+      c.newest = std::max(c.newest, newest_in_run(e.path(), &c.foreign));
+    else if (c.foreign.empty())
+      c.foreign = n;
+  }
+  return c;
+}
+
+// Removes the halo checkpoints in dir (--force), each renamed to a staging name before it goes so
+// nothing is ever half removed under its own name. Ranks sharing a file system race to remove the
+// same entries: one that is gone already is someone else's success.
+void clear_checkpoints(const fs::path& dir) {
+  std::vector<fs::path> gone;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (!is_halo_entry(n) && (is_epoch_name(n) || n.rfind("run-", 0) == 0))
+      gone.push_back(e.path());
+  }
+  for (const fs::path& p : gone) {
+    std::error_code rc;
+    if (!fs::exists(fs::symlink_status(p, rc))) continue;
+    try {
+      remove_committed_dir(p, "--force: cannot remove the earlier run's checkpoint");
+    } catch (const SystemError&) {
+      if (fs::exists(fs::symlink_status(p, rc))) throw;
+    }
+  }
+}
+
+}  // namespace
+
+CheckpointClaim::CheckpointClaim(Communicator& comm, const fs::path& dir, bool resume, bool force,
+                                 bool every_rank)
+    : dir_(dir) {
+  try {
+    claim(comm, resume, force, every_rank);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool every_rank) {
+  const fs::path& dir = dir_;
+  const bool mine = every_rank || comm.rank() == 0;
+  // What this rank found: [another training holds it, something foreign, newest epoch + 1].
+  std::int64_t seen[3] = {0, 0, 0};
+  FolderContents c;
+  std::string failure;  // a system error on this rank (cannot create the folder or the lock)
+  if (mine) {
+    try {
+      std::error_code ec;
+      created_ = !fs::exists(fs::symlink_status(dir, ec));
+      fs::create_directories(dir, ec);
+      if (ec) throw SystemError(dir.string() + ": cannot create folder: " + ec.message());
+      lock_ = dir / (".halo-lock-rank-" + std::to_string(comm.rank()));
+      for (int tries = 0; tries < 8 && fd_ < 0 && seen[0] == 0; ++tries) {
+        const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0) throw_system(lock_, "cannot create the checkpoint folder's lock");
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+          ::close(fd);
+          seen[0] = 1;
+          break;
+        }
+        // The holder before us may have removed the file after we opened it: a lock on a removed
+        // file holds nothing, so take the one now at the path.
+        struct stat held {
+        }, now{};
+        if (::fstat(fd, &held) == 0 && ::stat(lock_.c_str(), &now) == 0 &&
+            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+          fd_ = fd;
+        else
+          ::close(fd);
+      }
+      if (fd_ >= 0) {
+        const std::string who = std::to_string(getpid()) + "\n";
+        (void)::ftruncate(fd_, 0);
+        (void)::pwrite(fd_, who.data(), who.size(), 0);
+        c = look_into(dir);
+        seen[1] = c.foreign.empty() ? 0 : 1;
+        seen[2] = c.newest + 1;
+      }
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  std::int64_t failed = failure.empty() ? 0 : 1;
+  comm.allreduce(&failed, 1, ReduceOp::kMax);
+  if (failed) {
+    if (!failure.empty()) throw SystemError(failure);
+    throw SystemError(dir.string() + ": another rank could not take the checkpoint folder");
+  }
+  comm.allreduce(seen, 3, ReduceOp::kMax);
+  if (seen[0])
+    throw ParamError(dir.string() +
+                     ": another halo training is using this checkpoint folder; wait for it to "
+                     "end, or choose another folder");
+  if (seen[1])
+    throw ParamError(dir.string() + ": holds " +
+                     (c.foreign.empty() ? std::string("files (on another rank's machine)")
+                                        : "'" + c.foreign + "'") +
+                     ", which is not a halo checkpoint; give an empty or new folder");
+  if (resume || seen[2] == 0) return;
+  if (!force)
+    throw ParamError(dir.string() + ": holds the checkpoint of an earlier run (epoch " +
+                     std::to_string(seen[2] - 1) +
+                     "); pass --resume to continue it or --force to replace it, or choose "
+                     "another folder");
+  std::int64_t cleared = 0;
+  try {
+    if (mine) clear_checkpoints(dir);
+  } catch (const Error& e) {
+    failure = e.what();
+    cleared = 1;
+  }
+  comm.allreduce(&cleared, 1, ReduceOp::kMax);  // no rank writes before every rank has cleared
+  if (cleared)
+    throw SystemError(failure.empty() ? dir.string() + ": another rank could not clear it"
+                                      : failure);
+}
+
+CheckpointClaim::~CheckpointClaim() { release(); }
+
+void CheckpointClaim::release() {
+  if (fd_ >= 0) {
+    ::unlink(lock_.c_str());  // before the unlock: the next holder then locks a file at the path
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (created_) ::rmdir(dir_.c_str());  // only if empty: nothing was written
+  created_ = false;
 }
 
 void put_adam_state(ArrayDir& a, const std::vector<Param*>& params) {

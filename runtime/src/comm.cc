@@ -15,8 +15,13 @@
 // this file holds one mutex.
 #include "halo/runtime/comm.h"
 
+#include <dirent.h>
+#include <linux/tcp.h>
 #include <mpi.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +29,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,7 +59,8 @@ int locked(F&& call) {
 }
 
 class MpiPending;
-std::vector<std::string> g_hosts;  // every rank's host name (MpiCommunicator): messages, pacing
+MPI_Comm g_fail_comm = MPI_COMM_NULL;  // first_failed_rank's own communicator (a dup of WORLD)
+std::vector<std::string> g_hosts;      // every rank's host name (MpiCommunicator): messages, pacing
 
 // Bulk transfers: how halo exchanges are cut and paced while the progress thread runs. A chunk
 // must be larger than MPI's eager limit (Open MPI over TCP: 64 KiB with its header): an eager
@@ -176,8 +183,35 @@ std::string unanswered(std::vector<MPI_Request>& reqs, const std::vector<int>& p
   return s;
 }
 
+// Bytes the TCP connections of this process have received so far, by the kernel's count
+// (TCP_INFO's tcpi_bytes_received, summed over every socket descriptor): whether a long wait
+// is still being answered, even when the bytes are a message MPI has not completed yet. -1 when
+// the process has no TCP connection (ranks on one host talk through shared memory).
+std::int64_t tcp_bytes_received() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return -1;
+  std::int64_t sum = -1;
+  while (const dirent* e = readdir(dir)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st;
+    if (fd <= 2 || fd == dirfd(dir) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+        len < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+      continue;
+    sum = std::max<std::int64_t>(sum, 0) + std::int64_t(info.tcpi_bytes_received);
+  }
+  closedir(dir);
+  return sum;
+}
+
 // Polls requests until all complete or the deadline passes (then throws naming `what` and, for
-// point-to-point requests whose peers[i] is given, the ranks that did not answer).
+// point-to-point requests whose peers[i] is given, the ranks that did not answer). The deadline
+// counts from the last time this process, or any rank of the job, received anything: a peer
+// behind a slow link whose bytes are still arriving is not a dead peer (a 6 MB all-reduce over
+// 10 Mbit/s takes ~5 s), so a wait ends only after HALO_COMM_TIMEOUT_S with nothing received
+// anywhere. A dead, frozen or hung rank stops every transfer of the job, so it is still found.
 // `feed`, when given, runs under the MPI lock before each test and says whether every message of
 // the exchange has been posted (paced sends).
 void wait_all(std::vector<MPI_Request>& reqs, const std::string& what,
@@ -185,6 +219,10 @@ void wait_all(std::vector<MPI_Request>& reqs, const std::string& what,
   if (reqs.empty() && !feed) return;
   const auto start = std::chrono::steady_clock::now();
   const double limit = comm_timeout_seconds();
+  // Progress: probed once a second after the first (the probe reads /proc: never on the short
+  // waits of every step).
+  double quiet_since = 0, next_probe = std::min(1.0, limit / 2);
+  std::int64_t received = -1;
   for (long spin = 0;; ++spin) {
     int done = 0;
     bool posted = true;
@@ -199,11 +237,24 @@ void wait_all(std::vector<MPI_Request>& reqs, const std::string& what,
     if (spin % 1024 == 0 && spin > 0) {
       const double waited =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (waited > limit) {
+      if (waited >= next_probe) {
+        const std::int64_t now_received = tcp_bytes_received();
+        if (received >= 0 && now_received > received) quiet_since = waited;
+        received = now_received;
+        // Another rank receiving counts too: this one may wait for a rank that itself waits for
+        // bytes over a slow link (the supervisors' heartbeats carry it, ~1 s late).
+        quiet_since =
+            std::max(quiet_since, std::min(waited, waited - seconds_since_job_progress()));
+        next_probe = waited + 1;
+      }
+      if (waited - quiet_since > limit) {
         const std::string who = unanswered(reqs, peers);
         throw SystemError(what + ": no answer from " + (who.empty() ? "the other ranks" : who) +
-                          " after " + std::to_string(int(waited)) +
-                          " s (a rank died or hangs, or its node or link is down; "
+                          " after " + std::to_string(int(waited)) + " s" +
+                          (int(waited) > int(limit) ? " (nothing received for the last " +
+                                                          std::to_string(int(limit)) + " s)"
+                                                    : "") +
+                          " (a rank died or hangs, or its node or link is down; "
                           "HALO_COMM_TIMEOUT_S sets the limit)");
       }
       if (waited > 0.01) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -347,6 +398,11 @@ class MpiCommunicator final : public Communicator {
           "MPI_Iallgather");
     wait_all(req, "start-up (host names)");
     for (int r = 0; r < size_; ++r) g_hosts.emplace_back(all.data() + std::size_t(r) * kName);
+    // A communicator for agreeing on failures only (first_failed_rank): its all-reduce can never
+    // be matched with a collective of WORLD that another rank is waiting in.
+    check(locked([&] { return MPI_Comm_idup(MPI_COMM_WORLD, &g_fail_comm, &req[0]); }),
+          "MPI_Comm_idup");
+    wait_all(req, "start-up (communicators)");
     Progress::get().start(size_);
   }
   int rank() const override { return rank_; }
@@ -599,5 +655,28 @@ Communicator& world() {
 }
 
 void abort_job(int code) { world().abort(code); }
+
+int first_failed_rank(double grace_s) {
+  Communicator& comm = world();
+  if (comm.size() < 2) return comm.rank();
+  if (g_fail_comm == MPI_COMM_NULL) return -1;
+  // Static: a reduction that never completes (a rank did not fail) may still write them while
+  // the job is being aborted.
+  static int mine = 0, first = -1;
+  static MPI_Request req = MPI_REQUEST_NULL;
+  mine = comm.rank();
+  if (locked([&] {
+        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, g_fail_comm, &req);
+      }) != MPI_SUCCESS)
+    return -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  for (;;) {
+    int done = 0;
+    if (locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }) != MPI_SUCCESS) return -1;
+    if (done) return first;
+    if (std::chrono::steady_clock::now() > until) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 }  // namespace halo

@@ -62,7 +62,7 @@ const Split& chosen_split(const Source& d, const std::string& asked,
                           const std::string& partitioned_for, const std::string& where) {
   const std::string name = asked.empty() ? default_split(d.splits, partitioned_for) : asked;
   const Split* s = d.split(name);
-  if (!s) throw ParamError(where + ": no split named '" + name + "'");
+  if (!s) throw missing_split(where, name, d.splits);
   return *s;
 }
 

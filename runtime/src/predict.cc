@@ -16,6 +16,7 @@
 
 #include "halo/gnn/device.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
@@ -164,7 +165,7 @@ Model restore_model(Communicator& comm, const PredictOptions& opt, const RankDat
   const std::string copy = meta.at("path").get<std::string>();
   if (key.at("dataset") != d.dataset_fingerprint)
     throw ParamError(copy + ": checkpoint of another dataset (fingerprint " +
-                     key.at("dataset").dump() + ", " + d.source + " has \"" +
+                     json_shown(key.at("dataset")) + ", " + d.source + " has \"" +
                      d.dataset_fingerprint +
                      "\"); predict with the dataset (or its parts) it was trained on");
   const ModelConfig cfg = model_from_key(key, d);

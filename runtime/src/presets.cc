@@ -20,6 +20,19 @@ std::string default_split(const std::vector<Split>& splits, const std::string& p
   return splits.empty() ? "" : splits[0].name;
 }
 
+ParamError missing_split(const std::string& where, const std::string& name,
+                         const std::vector<Split>& splits) {
+  if (splits.empty())
+    return ParamError(where + ": " + (name.empty() ? "" : "no split named '" + name + "': ") +
+                      "the dataset has no split (train, valid and test node sets) to train and "
+                      "evaluate on; write it with one: halo convert from a format with one, or "
+                      "in Python write_dataset / from_pyg / from_dgl with splits={'NAME': "
+                      "{'train': ..., 'valid': ..., 'test': ...}}");
+  std::string names;
+  for (const Split& s : splits) names += (names.empty() ? "" : ", ") + s.name;
+  return ParamError(where + ": no split named '" + name + "' (it has " + names + ")");
+}
+
 // Refuses before any work (staging.h): a run must not end hours later on a --predictions-out it
 // cannot write. Rank 0 writes the log and predictions; every rank writes its checkpoint folder.
 void check_train_outputs(const TrainOptions& opt, const std::filesystem::path& input, bool lead) {
@@ -64,6 +77,10 @@ void TrainOptions::check() const {
   in(checkpoint_every, 1, kMaxEpochs, "--checkpoint-every");
   check_threads(threads, "--threads");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
+  if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
+  if (force && resume)
+    throw ParamError(
+        "--force starts a new run over an earlier one, --resume continues it: not both");
   if (halo_staleness != 0 && halo_staleness != 1)
     throw ParamError("--halo-staleness must be 0 or 1");
   if (!(halo_smoothing >= 0.f && halo_smoothing < 1.f))

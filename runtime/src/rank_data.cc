@@ -4,10 +4,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "halo/graph/error.h"
 #include "halo/runtime/trainer.h"
+#include "supervisor_loop.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -45,7 +47,80 @@ void check_peers_agree(const fs::path& parts, const Part& p, Communicator& comm)
                        std::to_string(counts[kk * kk + i]) + " (parts from different partitions?)");
 }
 
+// "rank 1 on node2", or "rank 1" when the host is unknown.
+std::string rank_on(int rank, const std::vector<std::string>& record) {
+  return "rank " + std::to_string(rank) + (record.empty() ? "" : " on " + record[0]);
+}
+
 }  // namespace
+
+void check_inputs_agree(const std::string& source, const std::vector<InputField>& fields,
+                        const std::string& hint, Communicator& comm) {
+  if (comm.size() < 2) return;
+  // This rank's record: its host, then each value (fingerprints and counts: short; clipped so
+  // that a damaged file cannot make the message long). Lines never hold a '\n' of their own.
+  const auto clip = [](const std::string& v) {
+    std::string c = v.substr(0, 100);
+    std::replace(c.begin(), c.end(), '\n', ' ');
+    return c;
+  };
+  std::string mine = clip(host_name());
+  for (const InputField& f : fields) mine += "\n" + clip(f.value);
+  std::vector<std::size_t> counts;
+  const std::vector<char> all = comm.gather(mine.data(), mine.size(), 0, &counts);
+  std::string verdict;
+  if (comm.rank() == 0) {
+    std::vector<std::vector<std::string>> recs;
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      std::vector<std::string> rec;
+      std::string s(all.data() + at, counts[r]);
+      at += counts[r];
+      for (std::size_t b = 0;;) {
+        const std::size_t e = s.find('\n', b);
+        rec.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        if (e == std::string::npos) break;
+        b = e + 1;
+      }
+      rec.resize(fields.size() + 1);
+      recs.push_back(std::move(rec));
+    }
+    const auto values = [&](std::size_t r) {
+      return std::vector<std::string>(recs[r].begin() + 1, recs[r].end());
+    };
+    // The reference: the values most ranks hold (on a tie, the lowest rank's).
+    std::size_t ref = 0, best = 0;
+    for (std::size_t r = 0; r < recs.size(); ++r) {
+      const std::size_t n = std::size_t(std::count_if(recs.begin(), recs.end(), [&](const auto& o) {
+        return o.size() == recs[r].size() &&
+               std::equal(o.begin() + 1, o.end(), recs[r].begin() + 1);
+      }));
+      if (n > best) best = n, ref = r;
+    }
+    std::vector<std::size_t> differ;
+    for (std::size_t r = 0; r < recs.size(); ++r)
+      if (values(r) != values(ref)) differ.push_back(r);
+    if (!differ.empty()) {
+      const std::size_t d = differ[0];
+      std::string what;
+      for (std::size_t f = 0; f < fields.size(); ++f)
+        if (recs[d][f + 1] != recs[ref][f + 1])
+          what += std::string(what.empty() ? "its " : ", its ") + fields[f].name + " is " +
+                  recs[d][f + 1] + " (" + recs[ref][f + 1] + " on rank " + std::to_string(ref) +
+                  ")";
+      verdict = source + ": " + rank_on(int(d), recs[d]) + " reads another input than " +
+                rank_on(int(ref), recs[ref]) +
+                (differ.size() > 1 ? " (and " + std::to_string(differ.size() - 1) + " more rank" +
+                                         (differ.size() > 2 ? "s" : "") + " differ)"
+                                   : "") +
+                ": " + what + "; " + hint;
+    }
+  }
+  std::vector<char> msg(4096, 0);
+  if (comm.rank() == 0) verdict.copy(msg.data(), msg.size() - 1);
+  comm.broadcast(msg.data(), msg.size(), 0);
+  if (msg[0]) throw InputError(std::string(msg.data()));
+}
 
 void RankInput::release_graph() const {
   const Csr& g = dataset ? dataset->graph : part->graph;
@@ -164,6 +239,16 @@ std::unique_ptr<RankInput> open_dataset_rank(const fs::path& dataset) {
 std::unique_ptr<RankInput> open_parts_rank(const fs::path& parts, Communicator& comm) {
   const json meta = read_parts_meta(parts);
   const int k = meta.at("k").get<int>();
+  // Before any work: every node's copy of PARTS is of the same partition of the same dataset (a
+  // node holding another dataset's meta.json and parts would pass every other check when the
+  // structure is the same, and the job would silently train on a mix).
+  check_inputs_agree(parts.string(),
+                     {{"dataset fingerprint", meta.value("dataset_fingerprint", "")},
+                      {"partition fingerprint", meta.value("fingerprint", "")},
+                      {"parts", std::to_string(k)}},
+                     "every node must hold copies of the same PARTS (meta.json and its part-r "
+                     "folders from one halo partition)",
+                     comm);
   if (k != comm.size())
     throw ParamError(parts.string() + " has " + std::to_string(k) + " parts but the job has " +
                      std::to_string(comm.size()) + " rank" + (comm.size() == 1 ? "" : "s") +

@@ -87,6 +87,19 @@ struct ModelInputs {
   void aggregate_input_once(Backend& be, const ModelConfig& model, GraphContext& ctx);
 };
 
+// One property of a rank's input that every rank of a job must share: its name in messages
+// ("dataset fingerprint") and this rank's value.
+struct InputField {
+  std::string name, value;
+};
+
+// That every rank of comm computes on the same input (`source`: the path, the same on every
+// node): each field agrees across ranks, else every rank throws the same InputError naming the
+// rank and host that differ from the most ranks, and both values, ending in `hint`. A node whose
+// copy is of another dataset or partition would otherwise train a mix of both. Collective.
+void check_inputs_agree(const std::string& source, const std::vector<InputField>& fields,
+                        const std::string& hint, Communicator& comm);
+
 // The native dataset at `dataset` for one process.
 std::unique_ptr<RankInput> open_dataset_rank(const std::filesystem::path& dataset);
 // PARTS/part-r for rank r of comm, refusing a job of another size and parts whose send and

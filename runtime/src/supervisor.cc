@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,7 +66,19 @@ std::string local_addresses() {
   return out.empty() ? "127.0.0.1" : out;
 }
 
+const JobProgress* g_progress = nullptr;  // the worker's view of its supervisor's page
+
 }  // namespace
+
+double seconds_since_job_progress() {
+  if (!g_progress) return std::numeric_limits<double>::infinity();
+  const std::int64_t at = g_progress->at_ns.load(std::memory_order_relaxed);
+  if (at <= 0) return std::numeric_limits<double>::infinity();
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  return double(now - at) * 1e-9;
+}
 
 double heartbeat_timeout_seconds() {
   if (const char* v = std::getenv("HALO_HEARTBEAT_TIMEOUT_S"); v && *v) {
@@ -109,6 +123,16 @@ int supervise_rank() {
   }
   int ctl[2];
   if (::pipe2(ctl, O_CLOEXEC) != 0) return -1;
+  // The page the supervisor tells its worker about the job's progress through (JobProgress);
+  // without it the waits keep their plain deadline.
+  int progress_fd = ::memfd_create("halo-job-progress", 0);
+  void* page = MAP_FAILED;
+  if (progress_fd >= 0 && ::ftruncate(progress_fd, sizeof(JobProgress)) == 0)
+    page = ::mmap(nullptr, sizeof(JobProgress), PROT_READ | PROT_WRITE, MAP_SHARED, progress_fd, 0);
+  if (page == MAP_FAILED && progress_fd >= 0) {
+    ::close(progress_fd);
+    progress_fd = -1;
+  }
   // Signals that arrive before the supervisor's handlers are in place must wait, not kill it.
   sigset_t held, old;
   sigemptyset(&held);
@@ -125,6 +149,10 @@ int supervise_rank() {
     if (getppid() != parent) _exit(1);
     ::close(ctl[0]);
     if (listen_fd >= 0) ::close(listen_fd);
+    if (progress_fd >= 0) {
+      g_progress = static_cast<const JobProgress*>(page);  // stays mapped for the process
+      ::close(progress_fd);
+    }
     setenv("HALO_SUPERVISOR_FD", std::to_string(ctl[1]).c_str(), 1);
     // A peer's connection that vanishes must be an error MPI reports (EPIPE), not a silent
     // death of this rank by SIGPIPE that hides which rank failed first.
@@ -133,7 +161,9 @@ int supervise_rank() {
     return -1;
   }
   ::close(ctl[1]);
+  if (page != MAP_FAILED) ::munmap(page, sizeof(JobProgress));  // the supervisor maps it anew
   SupervisorArgs args;
+  args.progress = progress_fd;
   args.child = child;
   args.ctl = ctl[0];
   args.listen = listen_fd;
@@ -149,10 +179,11 @@ int supervise_rank() {
     for (int fd : {ctl[0], listen_fd})
       if (fd >= 0) fcntl(fd, F_SETFD, 0);  // kept across exec
     const std::string c = std::to_string(child), f = std::to_string(ctl[0]),
-                      l = std::to_string(listen_fd), t = std::to_string(args.heartbeat_timeout_s);
+                      l = std::to_string(listen_fd), t = std::to_string(args.heartbeat_timeout_s),
+                      g = std::to_string(progress_fd);
     const char* argv[] = {
         prog.c_str(), c.c_str(), f.c_str(), l.c_str(), token.empty() ? "-" : token.c_str(),
-        t.c_str(),    nullptr};
+        t.c_str(),    g.c_str(), nullptr};
     ::execv(prog.c_str(), const_cast<char* const*>(argv));
   }
   return run_supervisor(args);

@@ -4,11 +4,11 @@
 // libraries alone map ~200 MB at start-up), and the OOM killer always picks the worker.
 //
 // Protocol between supervisors (text lines over TCP, rank 0 listening, every other rank
-// connecting to it): "hello RANK HOST TOKEN", "hb", "bye". The token is rank 0's random job
-// token, handed to the workers over MPI, so a stranger connecting to the port cannot pose as a
-// rank. Heartbeats go both ways once a second; "bye" means "my end is known, do not report me".
-// Single-threaded: one poll() loop over a self-pipe for signals, the pipe its worker writes the
-// join line to, the listening socket and the peers.
+// connecting to it): "hello RANK HOST TOKEN", "hb [AGE]", "end", "bye". The token is rank 0's
+// random job token, handed to the workers over MPI, so a stranger connecting to the port cannot
+// pose as a rank. Heartbeats go both ways once a second; "bye" means "my end is known, do not
+// report me". Single-threaded: one poll() loop over a self-pipe for signals, the pipe its worker
+// writes the join line to, the listening socket and the peers.
 #include "supervisor_loop.h"
 
 #include <arpa/inet.h>
@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -176,6 +177,54 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig) + " (" + (d ? d : "?") + ")";
 }
 
+// The start time of process `pid` (field 22 of /proc/PID/stat; "" when it is gone): with the
+// pid, names one process even if the pid is reused.
+std::string start_time(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream in(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && in >> field; ++i) {
+  }
+  return field;
+}
+
+// Seconds a failing job's launcher gets to end by itself once this rank has ended (see
+// watch_launcher); within it, mpirun ends a job whose nodes all answer (~1 s), or one whose
+// link died (TCP keepalives, ~6 s with the settings of docs/DISTRIBUTED.md).
+constexpr double kLauncherGrace = 10;
+
+// When this supervisor's parent is Open MPI's mpirun (the rank runs on the launching machine)
+// and the job is failing: a process of its own outlives the supervisor and, should mpirun still
+// be there grace_s later, ends it (SIGKILL). mpirun ends a failed job only when every node's
+// daemon confirms that its ranks ended, and a frozen node's daemon never does (its kernel still
+// acknowledges every packet, so no TCP timeout fires either): without this the job would wait
+// for the node to thaw. Other daemons then lose mpirun and end their ranks; the frozen node's
+// do when it thaws. The job's error line has been printed by then.
+void watch_launcher(double grace_s) {
+  const pid_t launcher = getppid();
+  std::string name = read_file("/proc/" + std::to_string(launcher) + "/comm");
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  if (name != "mpirun" && name != "mpiexec" && name != "orterun" && name != "prterun") return;
+  const std::string started = start_time(launcher);
+  if (started.empty() || ::fork() != 0) return;  // the supervisor goes on (also if fork failed)
+  // The watcher: in a session of its own (the launcher signals the rank's process group), with
+  // no descriptor of the supervisor's (mpirun waits for the end of a rank's output pipes).
+  ::setsid();
+  const int null = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+  for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+  for (int sig : kSupervisedSignals) std::signal(sig, SIG_DFL);
+  const double until = now_s() + grace_s;
+  while (now_s() < until) {
+    if (start_time(launcher) != started) _exit(0);
+    usleep(100000);
+  }
+  if (start_time(launcher) == started) ::kill(launcher, SIGKILL);
+  _exit(0);
+}
+
 struct Peer {
   int fd = -1;
   int rank = -1;  // -1 until its hello
@@ -197,6 +246,12 @@ class Supervisor {
     host_ = host_name();
     cgroup_ = memory_cgroup();
     ooms_before_ = oom_kills(cgroup_);
+    if (a.progress >= 0) {
+      void* page =
+          ::mmap(nullptr, sizeof(JobProgress), PROT_READ | PROT_WRITE, MAP_SHARED, a.progress, 0);
+      ::close(a.progress);
+      if (page != MAP_FAILED) progress_ = static_cast<JobProgress*>(page);
+    }
   }
 
   int run() {
@@ -216,10 +271,21 @@ class Supervisor {
       if (ctl_ >= 0) read_join();
       if (listen_ >= 0) accept_peers();
       read_peers();
+      if (told_to_end_ && !reported_ && !reaped_) {
+        // A peer lost a rank and said so in its line: end quietly, so that the job prints one.
+        reported_ = lost_ = true;
+        say_bye();
+        end_worker();
+      }
       if (reaped_) return finish();
       const double t = now_s();
+      note_worker_progress(t);
       if (t - last_beat >= 1.0) {
-        for (Peer& p : peers_) send_all(p.fd, "hb\n");
+        // "hb AGE": the job was last seen receiving AGE seconds ago, as far as this rank knows
+        // (rank 0 learns it from every rank and passes the newest on to every rank).
+        char beat[64] = "hb\n";
+        if (job_progress_ > 0) std::snprintf(beat, sizeof beat, "hb %.3f\n", t - job_progress_);
+        for (Peer& p : peers_) send_all(p.fd, beat);
         last_beat = t;
       }
       check_lost();
@@ -343,8 +409,13 @@ class Supervisor {
         std::istringstream in(line);
         std::string word;
         in >> word;
-        if (word == "bye") {
+        if (word == "hb") {
+          double age = 0;
+          if (in >> age && age >= 0) note_job_progress(now_s() - age);
+        } else if (word == "bye") {
           p.bye = true;
+        } else if (word == "end" && p.rank >= 0) {
+          told_to_end_ = true;
         } else if (word == "hello") {
           std::string token;
           in >> p.rank >> p.host >> token;
@@ -410,7 +481,34 @@ class Supervisor {
     std::fflush(stderr);
     if (!end_worker) return;
     lost_ = true;
+    // The other ranks end too, without a line of their own (their workers would otherwise each
+    // report a timeout of their own for the same loss).
+    for (Peer& p : peers_)
+      if (p.fd >= 0) send_all(p.fd, "end\n");
     say_bye();
+    this->end_worker();
+  }
+
+  // Whether the worker received bytes since the last look (its read() count in /proc/PID/io
+  // grew by 4 KiB or more: MPI reads its TCP connections so; smaller steps are wake-ups): then
+  // the job progresses.
+  void note_worker_progress(double t) {
+    if (!progress_ || t < next_io_read_) return;
+    next_io_read_ = t + 0.25;
+    const long long rchar =
+        keyed_value(read_file("/proc/" + std::to_string(child_) + "/io"), "rchar:");
+    if (rchar < 0) return;
+    if (rchar_ >= 0 && rchar - rchar_ >= 4096) note_job_progress(t);
+    rchar_ = rchar;
+  }
+  void note_job_progress(double at) {
+    if (at <= job_progress_) return;
+    job_progress_ = at;
+    if (progress_) progress_->at_ns.store(std::int64_t(at * 1e9), std::memory_order_relaxed);
+  }
+
+  // SIGTERM to the worker, SIGKILL after 2 s; returns once it is reaped.
+  void end_worker() {
     ::kill(child_, SIGTERM);
     const double until = now_s() + 2.0;
     while (!reaped_ && now_s() < until) {
@@ -435,8 +533,15 @@ class Supervisor {
 
   // The worker has ended: say so, explain a death the launcher could not, and end the same way.
   int finish() {
-    if (lost_) return 1;  // already reported: the job ends because a peer was lost
+    if (lost_) {  // already reported: the job ends because a peer was lost
+      watch_launcher(kLauncherGrace);
+      return 1;
+    }
     say_bye();
+    // A failing job (an error, a signal, or the launcher ending the ranks) must end even when
+    // some node is frozen and its launcher daemon never answers mpirun.
+    if (!WIFEXITED(status_) || WEXITSTATUS(status_) != 0 || terminating_)
+      watch_launcher(kLauncherGrace);
     if (WIFEXITED(status_)) return WEXITSTATUS(status_);
     const int sig = WIFSIGNALED(status_) ? WTERMSIG(status_) : SIGKILL;
     if (!terminating_ && sig != SIGTERM && sig != SIGINT && sig != SIGHUP) {
@@ -479,6 +584,11 @@ class Supervisor {
   std::vector<Peer> peers_;
   bool reaped_ = false, terminating_ = false, reported_ = false, said_bye_ = false, lost_ = false;
   bool grace_started_ = false;
+  bool told_to_end_ = false;         // a peer reported a lost rank and ends the job
+  JobProgress* progress_ = nullptr;  // shared with the worker
+  double job_progress_ = 0;          // when some rank of the job was last seen receiving
+  double next_io_read_ = 0;
+  long long rchar_ = -1;
   int status_ = 0;
 };
 

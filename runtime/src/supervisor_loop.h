@@ -4,7 +4,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstdint>
 #include <string>
 
 namespace halo {
@@ -19,7 +21,19 @@ struct SupervisorArgs {
   int listen = -1;    // rank 0: the listening socket; -1 elsewhere
   std::string token;  // rank 0: the job token peers must present
   double heartbeat_timeout_s = 30;
+  int progress = -1;  // a shared page (memfd) the supervisor writes JobProgress into; -1: none
 };
+
+// The page a supervisor shares with its worker: when any rank of the job was last seen
+// receiving (steady_clock nanoseconds; 0: not yet), as this rank's supervisor learns it from its
+// own worker and from the heartbeats. Lets a wait tell a slow peer from a dead one.
+struct JobProgress {
+  std::atomic<std::int64_t> at_ns{0};
+};
+
+// In the worker: seconds since any rank of the job was last seen receiving bytes (as its
+// supervisor knows it, ~1 s late); infinity when unknown (no supervisor).
+double seconds_since_job_progress();
 
 // This process's rank and job size as the launcher gives them (-1 / 0 when it does not).
 void rank_from_env(int* rank, int* size);

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <unordered_set>
@@ -21,12 +23,14 @@
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/memory_model.h"
+#include "rank_data.h"
 #include "tgn_replicas.h"
 #include "tgn_scores.h"
 
@@ -150,7 +154,7 @@ void save_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
                  {"summary", st.sum.to_json()}};
     a.write_meta(std::move(meta), "halo-tgn-checkpoint", 1);
     stage.commit();
-    remove_epochs_before(dir, st.epoch);
+    remove_epochs_but(dir, st.epoch);
   }
   comm.barrier();
 }
@@ -161,13 +165,28 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
   std::vector<float> flat;
   std::string meta_text;
   if (comm.rank() == 0) {
-    const std::vector<int> epochs = committed_epochs(dir);
+    std::vector<int> epochs = committed_epochs(dir);
+    // The newest epoch of these options: a newer one of another run, left where this one was
+    // resumed, is passed over; with none of these options the newest says what differs.
+    for (std::size_t i = epochs.size(); i-- > 0;) {
+      // Through the shared opener: a FIFO must not block, a deep key not recurse in ==. One
+      // that cannot be read is taken: read_meta below then says why, in one line.
+      json m;
+      try {
+        m = read_json_file(epoch_dir(dir, epochs[i]) / "meta.json");
+      } catch (const Error&) {
+      }
+      if (!m.is_object() || !m.contains("key") || m.at("key") == key) {
+        epochs.resize(i + 1);
+        break;
+      }
+    }
     if (!epochs.empty()) {
       const fs::path e = epoch_dir(dir, epochs.back());
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);
       if (meta.at("key") != key)
         throw ParamError(e.string() + ": checkpoint was made with other options (" +
-                         meta.at("key").dump() +
+                         json_shown(meta.at("key"), 400) +
                          "); resume with the same options or use a new checkpoint directory");
       flat = read_adam_state(e, meta, params);
       const Array<double> sp = map_listed<double>(e, meta, "speeds", {}, kAnyShape, 1);
@@ -490,6 +509,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS"))
     omp_set_num_threads(default_threads_per_rank());
   const TemporalDataset d = read_temporal_dataset(dataset);
+  // Every rank reads its own node's copy of the stream: all must be the same dataset.
+  check_inputs_agree(dataset.string(),
+                     {{"dataset fingerprint", read_dataset_meta(dataset).value("fingerprint", "")}},
+                     "every node must hold a copy of the same dataset", comm);
   const Stream s = stream_of(d);
   // Before the model and the node state are allocated: a run that cannot fit is one line naming
   // the allocation and the flags that size it.
@@ -500,6 +523,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
   check_split(dataset, s, split, split.train_end,
               opt.model == TgnModel::kEdgebank || !opt.skip_eval);
+  // Rank 0 alone writes the checkpoint; the folder is this run's before the log is opened.
+  std::optional<CheckpointClaim> claim;
+  if (!opt.checkpoint.empty())
+    claim.emplace(comm, opt.checkpoint, opt.resume, opt.force, /*every_rank=*/false);
   LogFile log;  // every record written whole and checked (staging.h)
   if (lead && !opt.log.empty()) log.open(opt.log, opt.resume);
   if (opt.model == TgnModel::kEdgebank) return run_edgebank(s, split, opt, log);

@@ -92,6 +92,10 @@ void TgnOptions::check() const {
   check_threads(threads, "--threads");
   if ((memory_dim + time_dim) % heads != 0)
     throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
+  if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
+  if (force && resume)
+    throw ParamError(
+        "--force starts a new run over an earlier one, --resume continues it: not both");
 }
 
 json TgnSummary::to_json() const {

@@ -308,8 +308,18 @@ void set_model_values(Model& model, const std::vector<float>& v) {
 // CKPT/run-R.
 fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::to_string(run)); }
 
-// The newest epoch any rank sees and its lowest holder (every rank takes the same decision).
-NewestCheckpoint locate_newest(Communicator& comm, const fs::path& run) {
+namespace {
+// Whether the checkpoint in dir may be of the trajectory `key`: its meta.json's key equals it, or
+// the meta cannot be read (then loading it reports why, rather than an older epoch being taken
+// silently).
+bool may_be_of(const fs::path& dir, const json& key) {
+  std::ifstream f(dir / "meta.json");
+  const json meta = json::parse(f, nullptr, /*allow_exceptions=*/false);
+  return !meta.is_object() || !meta.contains("key") || meta.at("key") == key;
+}
+
+// The newest epoch (of trajectory *key, when given) any rank sees and its lowest holder.
+NewestCheckpoint newest_of(Communicator& comm, const fs::path& run, const json* key) {
   const int rank = comm.rank();
   int newest = 0;
   fs::path copy;
@@ -318,7 +328,11 @@ NewestCheckpoint locate_newest(Communicator& comm, const fs::path& run) {
   for (const auto& e : fs::directory_iterator(run, ec)) {
     const int r = rank_of_folder(e.path().filename().string());
     if (r < 0) continue;
-    const std::vector<int> epochs = committed_epochs(e.path());
+    std::vector<int> epochs = committed_epochs(e.path());
+    // A rank folder may also hold a newer epoch of another run (a node that kept an older
+    // job's folder): the newest of this trajectory is the one to continue.
+    while (key && !epochs.empty() && !may_be_of(epoch_dir(e.path(), epochs.back()), *key))
+      epochs.pop_back();
     if (epochs.empty() || epochs.back() < newest) continue;
     // Copies of one epoch hold the same state; prefer this rank's own, then the lowest rank's.
     if (epochs.back() == newest && (copy_rank == rank || (r != rank && r > copy_rank))) continue;
@@ -335,6 +349,15 @@ NewestCheckpoint locate_newest(Communicator& comm, const fs::path& run) {
   found.epoch = int(e);
   found.holder = int(holder);
   if (rank == holder) found.copy = copy;
+  return found;
+}
+}  // namespace
+
+// The newest epoch of `key` any rank sees, or when there is none of these options the newest of
+// any (whose load then says what differs). Every rank takes the same decision.
+NewestCheckpoint locate_newest(Communicator& comm, const fs::path& run, const json* key) {
+  NewestCheckpoint found = newest_of(comm, run, key);
+  if (found.epoch == 0 && key) found = newest_of(comm, run, nullptr);
   return found;
 }
 
@@ -365,7 +388,7 @@ json newest_checkpoint_meta(Communicator& comm, const fs::path& run) {
 // checkpoint (the run starts fresh). Collective.
 json resume_run(Communicator& comm, const fs::path& run, Model& model, RunState& st,
                 const json& key) {
-  const NewestCheckpoint found = locate_newest(comm, run);
+  const NewestCheckpoint found = locate_newest(comm, run, &key);
   if (found.epoch == 0) return json();
   json exchange;
   if (comm.rank() == found.holder) exchange = load_checkpoint(found.copy, model, st, key);
@@ -380,7 +403,7 @@ void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, co
   const fs::path mine = rank_dir(run, comm.rank());
   save_checkpoint(epoch_dir(mine, st.epoch), model, st, key, exchange);
   comm.barrier();  // every rank has epoch st.epoch now: older ones may go
-  remove_epochs_before(mine, st.epoch);
+  remove_epochs_but(mine, st.epoch);
   // Folders of ranks this job does not have (a larger job's, before a resume on fewer ranks)
   // hold superseded epochs now. Ranks that share a file system race to remove them: errors are
   // someone else's success.
@@ -391,7 +414,7 @@ void commit_checkpoint(Communicator& comm, const fs::path& run, Model& model, co
   for (const fs::path& f : stale) {
     try {
       for (int old : committed_epochs(f))
-        if (old < st.epoch) fs::remove_all(epoch_dir(f, old), ec);
+        if (old != st.epoch) fs::remove_all(epoch_dir(f, old), ec);
       fs::remove(f, ec);  // only if empty
     } catch (const fs::filesystem_error&) {
     }

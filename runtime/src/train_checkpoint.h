@@ -49,13 +49,15 @@ struct NewestCheckpoint {
   int epoch = 0, holder = -1;
   std::filesystem::path copy;  // on the holder only
 };
-// Collective.
-NewestCheckpoint locate_newest(Communicator& comm, const std::filesystem::path& run);
+// With key, the newest epoch of that trajectory (a rank folder may keep a newer epoch of another
+// run), or, when no rank sees one, the newest of any. Collective.
+NewestCheckpoint locate_newest(Communicator& comm, const std::filesystem::path& run,
+                               const nlohmann::json* key = nullptr);
 // The newest epoch's meta.json ("path" added: the copy read), the same on every rank; null when
 // no rank sees one. Collective.
 nlohmann::json newest_checkpoint_meta(Communicator& comm, const std::filesystem::path& run);
-// Loads the newest epoch any rank sees under run into model and st on every rank; returns how
-// its halo rows travelled, or null when there is none. Collective.
+// Loads the newest epoch of `key` any rank sees under run into model and st on every rank; returns
+// how its halo rows travelled, or null when there is none. Collective.
 nlohmann::json resume_run(Communicator& comm, const std::filesystem::path& run, Model& model,
                           RunState& st, const nlohmann::json& key);
 // Writes this rank's copy of epoch st.epoch, then, once every rank has, removes older epochs.

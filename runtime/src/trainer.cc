@@ -25,6 +25,7 @@
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
 #include "halo/partition/parts.h"
+#include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/halo_exchange.h"
 #include "halo/runtime/memory_model.h"
@@ -135,7 +136,7 @@ void prepare(RankRun& k) {
   if (opt.split.empty()) opt.split = d.default_split;
   for (const Split& s : *d.splits)
     if (s.name == opt.split) k.split = &s;
-  if (!k.split) throw ParamError(d.source + ": no split named '" + opt.split + "'");
+  if (!k.split) throw missing_split(d.source, opt.split, *d.splits);
   k.multilabel = d.label_kind == LabelKind::kMultilabel;
   opt.model.in = d.features.cols;
   opt.model.out = k.multilabel ? d.label_cols : d.num_classes;
@@ -435,6 +436,11 @@ SystemError out_of_memory(const RankData& d, Communicator& comm, const TrainOpti
 TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOptions& opt_in,
                         std::ostream& out) try {
   RankRun k(d, comm, opt_in, out);
+  // The folder is this run's before anything is written (the log included): a refusal leaves
+  // every output as it was.
+  std::optional<CheckpointClaim> claim;
+  if (!opt_in.checkpoint.empty())
+    claim.emplace(comm, opt_in.checkpoint, opt_in.resume, opt_in.force, /*every_rank=*/true);
   prepare(k);
   load_inputs(k);
   place(k);

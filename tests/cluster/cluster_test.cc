@@ -114,6 +114,14 @@ class Cluster {
   Result link(const std::string& node, const std::string& state) const {
     return shell(env_ + (tools() / "link.sh").string() + " " + node + " " + state);
   }
+  // Sends `sig` (STOP: freeze, CONT: thaw) to every process of NODE (its cgroup), as a hung
+  // machine or a VM paused by its host would stop.
+  Result signal_node(const std::string& node, const std::string& sig) const {
+    return shell(env_ + "bash -c " +
+                 quote(". " + (tools() / "lib.sh").string() +
+                       "; cluster_load; pids=$(cluster_node_pids " + node +
+                       "); [ -n \"$pids\" ] && kill -" + sig + " $pids"));
+  }
   // Where NODE's disk is on this machine, and where a command on the node sees it.
   fs::path disk(const std::string& node) const { return root_ / "disks" / node; }
   std::string data() const { return (root_ / "data").string(); }
@@ -154,6 +162,14 @@ class Data : public ::testing::Environment {
              halo() + " partition " + d + "/g100k -k 2 -o " + d + "/g100k-2",
              halo() + " partition " + d + "/g100k -k 3 -o " + d + "/g100k-3",
              halo() + " partition " + d + "/g100k -k 4 -o " + d + "/g100k-4",
+             // Two datasets of one structure (one seed) and other features (--noise): their
+             // partitions' counts all agree, their fingerprints do not.
+             halo() + " generate --nodes 3000 --avg-degree 8 --features 16 --classes 4 --seed 5 " +
+                 "-o " + d + "/g",
+             halo() + " generate --nodes 3000 --avg-degree 8 --features 16 --classes 4 --seed 5 " +
+                 "--noise 3 -o " + d + "/gn",
+             halo() + " partition " + d + "/g -k 3 -o " + d + "/g-3",
+             halo() + " partition " + d + "/gn -k 3 -o " + d + "/gn-3",
          }) {
       const Result r = shell(s);
       ASSERT_EQ(r.code, 0) << s << "\n" << r.out;
@@ -167,6 +183,18 @@ fs::path data(const std::string& name) { return Data::dir() / name; }
 using test::epochs;
 using test::read_log;
 using test::rel;
+
+// The lines of `out` that start with "error:".
+std::vector<std::string> error_lines(const std::string& out) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at < out.size()) {
+    const std::size_t end = std::min(out.find('\n', at), out.size());
+    if (out.compare(at, 6, "error:") == 0) lines.push_back(out.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
 
 json checkpoint_meta(const fs::path& dir) {
   const json raw = json::parse(test::read_bytes(dir / "meta.json"));
@@ -443,6 +471,109 @@ TEST(Cluster, NodeOutOfMemoryEndsTheJobSayingSoAndTheCheckpointSurvives) {
                               c.disk("node1") / "ck/run-0/rank-0/epoch-20", &compared),
             0.0);
   EXPECT_GT(compared, 1);
+}
+
+// A node whose copy of PARTS is another dataset's (same structure, other features: every send
+// and receive count agrees) is refused before any work, in one line naming the node and both
+// fingerprints, where it used to train a mix of the two datasets.
+TEST(Cluster, ANodeHoldingAnotherDatasetsPartsIsRefusedInOneLine) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  Cluster c(t / "cluster", 3, "--slots 1");
+  c.deploy(data("g-3"));
+  // node2 (rank 1) holds gn-3's meta.json and part-1 under g-3's name.
+  fs::remove_all(c.disk("node2") / "g-3");
+  fs::create_directories(c.disk("node2") / "g-3");
+  fs::copy(data("gn-3") / "meta.json", c.disk("node2") / "g-3" / "meta.json");
+  fs::copy(data("gn-3") / "part-1", c.disk("node2") / "g-3" / "part-1",
+           fs::copy_options::recursive);
+  const auto meta = [](const std::string& parts) {
+    return json::parse(test::read_bytes(data(parts) / "meta.json"));
+  };
+  const json g = meta("g-3"), gn = meta("gn-3");
+  const Result r = c.run(mpirun(3) + halo() + " train " + c.data() + "/g-3 --epochs 3 -q --log " +
+                         (t / "log.jsonl").string() + " --checkpoint " + c.data() + "/ck");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_LT(r.seconds, 10) << r.out;
+  const auto lines = error_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].rfind("error: rank 0 of 3 on node1: " + c.data() +
+                               "/g-3: rank 1 on node2 reads another input than rank 0 on node1: ",
+                           0),
+            0u)
+      << r.out;
+  EXPECT_NE(
+      lines[0].find("its dataset fingerprint is " + gn["dataset_fingerprint"].get<std::string>() +
+                    " (" + g["dataset_fingerprint"].get<std::string>() + " on rank 0)"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(lines[0].find("its partition fingerprint is " + gn["fingerprint"].get<std::string>() +
+                          " (" + g["fingerprint"].get<std::string>() + " on rank 0)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(t / "log.jsonl")) << "a log was started";
+  for (const char* node : {"node1", "node2", "node3"})
+    EXPECT_FALSE(fs::exists(c.disk(node) / "ck") && !fs::is_empty(c.disk(node) / "ck")) << node;
+}
+
+// A frozen node (every process stopped, as a hung machine or a paused VM: its kernel still
+// answers TCP, so no connection times out) ends the job within the timeout + 15 s with one
+// line, whatever the node does later: mpirun used to wait for the frozen node's daemon until
+// it thawed.
+TEST(Cluster, AFrozenNodeEndsTheJobWithinTheTimeoutInOneLine) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  constexpr double kTimeout = 10;
+  Cluster c(t / "cluster", 3, "--slots 1");
+  c.deploy(data("cora-3"));
+  const fs::path log = t / "log.jsonl";
+  const std::string job =
+      "timeout 120 env " +
+      c.run_in_background(mpirun(3, "HALO_COMM_TIMEOUT_S=" + std::to_string(int(kTimeout))) +
+                              halo() + " train " + c.data() +
+                              "/cora-3 --epochs 100000 --threads 1 -q --log " + log.string(),
+                          t / "job.out");
+  std::thread runner([&] { std::system(job.c_str()); });
+  if (!wait_for_epochs(log, 5, 60)) {
+    runner.join();
+    FAIL() << "training did not start:\n" << test::read_bytes(t / "job.out");
+  }
+  ASSERT_EQ(c.signal_node("node2", "STOP").code, 0);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  runner.join();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen_at).count();
+  EXPECT_EQ(c.signal_node("node2", "CONT").code, 0);  // thawed; the cluster goes at the end
+  const std::string out = test::read_bytes(t / "job.out");
+  std::printf("the job ended %.1f s after the freeze\n", took);
+  EXPECT_LT(took, kTimeout + 15) << out;
+  const auto lines = error_lines(out);
+  ASSERT_EQ(lines.size(), 1u) << out;
+  EXPECT_TRUE(std::regex_search(
+      lines[0], std::regex("error: rank 0 of 3 on node1: lost rank 1 on node2: no heartbeat for "
+                           "10 s|error: rank [02] of 3 on node[13]: .*no answer from rank 1 "
+                           "\\(node2\\)")))
+      << out;
+}
+
+// A slow link is not a dead rank: node2's link at 10 Mbit/s and HALO_COMM_TIMEOUT_S=3, while
+// each epoch's 6 MB gradient all-reduce takes ~10 s over it. A wait ends only after the timeout
+// with nothing received by any rank of the job, so the job trains; it used to end after 3 s
+// with "all-reduce: no answer from the other ranks".
+TEST(Cluster, ASlowLinkIsNotADeadRank) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  Cluster c(t / "cluster", 3, "--slots 1 --link-rate-list -,10mbit,-");
+  c.deploy(data("cora-3"));
+  const Result r =
+      c.run(mpirun(3, "HALO_COMM_TIMEOUT_S=3") + halo() + " train " + c.data() +
+            "/cora-3 --epochs 2 --hidden 1024 --threads 1 -q --log " + (t / "log.jsonl").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(error_lines(r.out).size(), 0u) << r.out;
+  const auto e = epochs(read_log(t / "log.jsonl"));
+  ASSERT_EQ(e.size(), 2u);
+  // The waits did outlast the timeout: the link was as slow as meant.
+  EXPECT_GT(e.at(2)["epoch_time_s"].get<double>(), 3.0) << r.out;
 }
 
 // A checkpoint belongs to the dataset, not to a partition: 3 nodes train 40 epochs of a

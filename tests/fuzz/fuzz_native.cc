@@ -4,10 +4,15 @@
 // patches its payload and then fixes its checksums — in the array header, in meta.json and the
 // fingerprint — as a corruption that checksums cannot see would (an index of -1, offsets that
 // decrease, split ids out of range): the structure checks must catch those.
+// Mode 3 nests: one of meta.json's fields becomes arrays and objects nested up to ~260,000
+// deep (a few input bytes say how deep), which no byte-level mutation reaches: every reader
+// must refuse it in one line, not overflow its stack (issue 35, class 1).
 //   byte 0: bit 0 dataset / part-0; bits 1-2 mode: 0 replace, 1 patch + fix checksums,
-//           2 patch the 64-byte header only
-//   byte 1: which file (sorted names, meta.json included)
-//   rest:   the new bytes (replace), or (u16 offset, u8 value) triples (patches)
+//           2 patch the 64-byte header only, 3 nest a meta.json field
+//   byte 1: which file (sorted names, meta.json included; mode 3: which top-level field)
+//   rest:   the new bytes (replace), or (u16 offset, u8 value) triples (patches), or
+//           (mode 3) u16 depth / 4, then bits choosing '[' or '{"k":' per level (cycled),
+//           and a last byte whose bit 0 leaves the nest unclosed
 #include <zlib.h>
 
 #include <algorithm>
@@ -78,6 +83,23 @@ void fix_checksums(const fs::path& folder, const fs::path& file, std::vector<cha
   const std::string text = meta.dump();
   write_all(folder / "meta.json", std::vector<char>(text.begin(), text.end()));
 }
+
+// Arrays and objects nested as rest says (see the header): depth (rest[0] | rest[1] << 8) * 4,
+// each level '[' or '{"k":' by the bits of rest[2..n-1), closed unless rest[n-1] is odd.
+std::string nest(const std::uint8_t* rest, std::size_t n) {
+  const std::size_t depth = (std::size_t(rest[0]) | std::size_t(rest[1]) << 8) * 4;
+  const std::uint8_t* bits = rest + 2;
+  const std::size_t nbits = n > 3 ? (n - 3) * 8 : 0;
+  std::string open, close;
+  for (std::size_t i = 0; i < depth; ++i) {
+    const bool object = nbits > 0 && (bits[(i % nbits) / 8] >> (i % 8) & 1);
+    open += object ? "{\"k\":" : "[";
+    close += object ? '}' : ']';
+  }
+  if (n > 2 && (rest[n - 1] & 1)) return open;
+  std::reverse(close.begin(), close.end());
+  return open + "0" + close;
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -100,7 +122,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<char> bytes = read_all(file);
   const std::uint8_t* rest = data + 2;
   const std::size_t n = size - 2;
-  if (mode == 0) {
+  if (mode == 3) {
+    // meta.json is rewritten below.
+  } else if (mode == 0) {
     bytes.assign(reinterpret_cast<const char*>(rest), reinterpret_cast<const char*>(rest) + n);
   } else {
     const std::size_t from = mode == 2 ? 0 : halo::kArrayHeaderBytes;
@@ -113,7 +137,60 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const fs::path rel_folder = fs::relative(folder, work);
   touched = {rel_folder / file.filename(), rel_folder / "meta.json"};
-  write_all(file, bytes);
+  if (mode == 3) {
+    if (n < 2) return 0;
+    const fs::path meta_path = folder / "meta.json";
+    const std::vector<char> text = read_all(meta_path);
+    const std::string nested = nest(rest, n);
+    std::string out(text.begin(), text.end());
+    // The value of the chosen top-level key ("key": VALUE, or "key": VALUE}) is replaced.
+    std::vector<std::size_t> keys;  // offsets just after each top-level "key":
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const char c = out[i];
+      if (in_string) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ']') {
+        --depth;
+      } else if (c == ':' && depth == 1) {
+        keys.push_back(i + 1);
+      }
+    }
+    if (keys.empty()) return 0;
+    const std::size_t at = keys[data[1] % keys.size()];
+    std::size_t end = at;  // the value's end: the next ',' or '}' at depth 1
+    depth = 1;
+    in_string = false;
+    for (; end < out.size(); ++end) {
+      const char c = out[end];
+      if (in_string) {
+        if (c == '\\')
+          ++end;
+        else if (c == '"')
+          in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        break;
+      } else if (c == ',' && depth == 1) {
+        break;
+      }
+    }
+    out.replace(at, end - at, nested);
+    write_all(meta_path, std::vector<char>(out.begin(), out.end()));
+  } else {
+    write_all(file, bytes);
+  }
   if (mode == 1 && file.extension() == ".bin") {
     fix_checksums(folder, file, bytes);
     write_all(file, bytes);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "../test_util.h"
@@ -184,6 +185,41 @@ TEST(Dataset, WriterLeavesNothingBehindWhenNotCommitted) {
   }  // destroyed without commit, as when an exception unwinds a conversion
   EXPECT_FALSE(fs::exists(t / "ds"));
   EXPECT_TRUE(fs::is_empty(t.path()));
+}
+
+// Issue 35, classes 3 and 4: what a reader refuses is never written, and nothing is left: a
+// name or a split name with control bytes, labels out of range, a feature that is not finite.
+TEST(Dataset, WriterRefusesWhatReadersRefuse) {
+  TempDir t;
+  auto refused = [&](GraphDataset d, auto expect) {
+    expect(d);
+    EXPECT_TRUE(fs::is_empty(t.path())) << "left behind in " << t.path();
+  };
+  refused(small(), [&](GraphDataset d) {
+    d.name = "a\x1b[2Jb";
+    try {
+      write_graph_dataset(d, t / "ds");
+      ADD_FAILURE() << "a name with ESC was written";
+    } catch (const ParamError& e) {
+      EXPECT_NE(std::string(e.what()).find("\"name\": control bytes in \"a\\x1b[2Jb\""),
+                std::string::npos)
+          << e.what();
+    }
+  });
+  refused(small(), [&](GraphDataset d) {
+    d.splits[0].name = std::string("x\0y", 3);
+    EXPECT_THROW(write_graph_dataset(d, t / "ds"), ParamError);
+  });
+  refused(small(), [&](GraphDataset d) {
+    d.labels[2] = 5;  // 3 classes
+    test::expect_input_error([&] { write_graph_dataset(d, t / "ds"); },
+                             {"labels.bin: entry 2 (row 2): label 5 out of range [-1, 3)"});
+  });
+  refused(small(), [&](GraphDataset d) {
+    d.features[4] = std::numeric_limits<float>::quiet_NaN();
+    test::expect_input_error([&] { write_graph_dataset(d, t / "ds"); },
+                             {"features.bin: entry 4: value nan, expected a finite number"});
+  });
 }
 
 TEST(Dataset, ExistingOutputNeedsOverwrite) {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <thread>
@@ -136,6 +137,11 @@ std::vector<std::string> error_lines(const std::string& out) {
   return lines;
 }
 
+// The string value of `key` in the JSON file `file`.
+std::string json_value(const fs::path& file, const std::string& key) {
+  return nlohmann::json::parse(test::read_bytes(file)).at(key).get<std::string>();
+}
+
 // Cora (one process and 2 parts) and small temporal streams, made on first use (this file shares
 // its binary with tests that need none of them) and removed at exit.
 class Data {
@@ -172,6 +178,17 @@ class Data {
                  "/uci.txt",
              bin + " convert " + d + "/uci.txt --format konect -o " + d + "/uci",
              bin + " convert " + d + "/same.txt --format konect -o " + d + "/same",
+             // Two datasets of one structure (same seed) and other features (--noise), each in 2
+             // parts: the partitions' send and receive counts agree, their fingerprints do not.
+             bin + " generate --nodes 2000 --avg-degree 6 --features 8 --classes 3 --seed 5 -o " +
+                 d + "/g",
+             bin + " generate --nodes 2000 --avg-degree 6 --features 8 --classes 3 --seed 5 " +
+                 "--noise 3 -o " + d + "/gn",
+             bin + " partition " + d + "/g -k 2 -o " + d + "/g-2",
+             bin + " partition " + d + "/gn -k 2 -o " + d + "/gn-2",
+             "head -n 1002 " + test::bundled("uci-messages/graph.txt").string() + " > " + d +
+                 "/uci1k.txt",
+             bin + " convert " + d + "/uci1k.txt --format konect -o " + d + "/uci1k",
          }) {
       const Result r = shell(s, dir_ / "setup.out");
       if (r.code != 0) {
@@ -324,6 +341,99 @@ TEST(BadTraining, ARankStoppedBeforeMpiStartUpEndsTheJobAtTheTimeout) {
   EXPECT_NE(r.out.find(": MPI start-up (MPI_Init_thread) did not finish within 3 s"),
             std::string::npos)
       << r.out;
+}
+
+// ---- 3b. An error every rank meets is one line, from one rank ---------------------------------
+
+// Every rank refuses PARTS of another K (and a bad flag) alike: the job prints the error once.
+TEST(BadTraining, AnErrorEveryRankMeetsIsOneLineFromOneRank) {
+  TempDir t;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" train " + data("cora-2") + " --epochs 2",
+       "cora-2 has 2 parts but the job has 3 ranks: run it with mpirun -np 2"},
+      {" train " + data("cora-2") + " --epochs x", "--epochs"},
+      {" tgn train " + data("uci") + " --epochs x", "--epochs"},
+  };
+  for (const auto& [args, says] : cases) {
+    const Result r =
+        shell(mpirun(3) + args + " --threads 1 -q --log " + (t / "log.jsonl").string(), t / "o");
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_LT(r.seconds, 10) << r.out;
+    const auto lines = error_lines(r.out);
+    ASSERT_EQ(lines.size(), 1u) << args << "\n" << r.out;
+    EXPECT_EQ(lines[0].rfind("error: rank 0 of 3 on ", 0), 0u) << r.out;
+    EXPECT_NE(lines[0].find(says), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(t / "log.jsonl"));
+  }
+}
+
+// ---- 3c. Ranks whose inputs differ -----------------------------------------------------------
+
+// "mpirun -np 1 halo ARGS_A : -np 1 halo ARGS_B": rank 0 and rank 1 read different paths, as
+// two nodes holding different copies at one path would.
+std::string two_ranks(const std::string& a, const std::string& b) {
+  const std::string bin = test::configured("HALO_BINARY", HALO_BINARY);
+  return "timeout 60 " + test::configured("HALO_MPIEXEC", HALO_MPIEXEC) +
+         " --oversubscribe --bind-to none -np 1 " + bin + a + " : -np 1 " + bin + b;
+}
+
+// A node holding another dataset's parts (same structure, other features: every count agrees)
+// is refused before any work, in one line naming the rank and both fingerprints; the same for
+// `halo tgn train`, whose ranks each read their node's copy of the stream.
+TEST(BadTraining, ARankHoldingAnotherDatasetsPartsIsRefusedBeforeAnyWork) {
+  TempDir t;
+  const std::string common = " --epochs 2 --threads 1 -q --log " + (t / "log.jsonl").string() +
+                             " --checkpoint " + (t / "ck").string();
+  const auto fp = [&](const std::string& parts, const char* key) {
+    return json_value(fs::path(data(parts)) / "meta.json", key);
+  };
+  const Result r = shell(
+      two_ranks(" train " + data("g-2") + common, " train " + data("gn-2") + common), t / "o");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_LT(r.seconds, 10) << r.out;
+  const auto lines = error_lines(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  EXPECT_EQ(lines[0].rfind("error: rank 0 of 2 on ", 0), 0u) << r.out;
+  EXPECT_NE(lines[0].find(data("g-2") + ": rank 1 on "), std::string::npos) << r.out;
+  EXPECT_NE(lines[0].find("its dataset fingerprint is " + fp("gn-2", "dataset_fingerprint") + " (" +
+                          fp("g-2", "dataset_fingerprint") + " on rank 0)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(lines[0].find("its partition fingerprint is " + fp("gn-2", "fingerprint") + " (" +
+                          fp("g-2", "fingerprint") + " on rank 0)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(lines[0].find("every node must hold copies of the same PARTS"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(t / "log.jsonl"));
+  EXPECT_FALSE(fs::exists(t / "ck") && !fs::is_empty(t / "ck"));
+  // The same parts on both ranks train (the check refuses only what differs).
+  const Result same =
+      shell(two_ranks(" train " + data("g-2") + common, " train " + data("g-2") + common), t / "o");
+  EXPECT_EQ(same.code, 0) << same.out;
+  // `halo predict` reads the parts the same way.
+  const std::string predict = " predict --threads 1 --checkpoint " + (t / "ck").string() + " -o " +
+                              (t / "p.npy").string() + " ";
+  const Result p = shell(two_ranks(predict + data("g-2"), predict + data("gn-2")), t / "o");
+  EXPECT_EQ(p.code, 1) << p.out;
+  const auto pl = error_lines(p.out);
+  ASSERT_EQ(pl.size(), 1u) << p.out;
+  EXPECT_NE(pl[0].find(data("g-2") + ": rank 1 on "), std::string::npos) << p.out;
+  EXPECT_NE(pl[0].find("every node must hold copies of the same PARTS"), std::string::npos)
+      << p.out;
+  EXPECT_FALSE(fs::exists(t / "p.npy"));
+
+  const Result tgn = shell(two_ranks(" tgn train " + data("uci") + kTgn + " --epochs 1",
+                                     " tgn train " + data("uci1k") + kTgn + " --epochs 1"),
+                           t / "o");
+  EXPECT_EQ(tgn.code, 1) << tgn.out;
+  const auto tl = error_lines(tgn.out);
+  ASSERT_EQ(tl.size(), 1u) << tgn.out;
+  EXPECT_NE(tl[0].find(data("uci") + ": rank 1 on "), std::string::npos) << tgn.out;
+  EXPECT_NE(tl[0].find("its dataset fingerprint is " +
+                       json_value(fs::path(data("uci1k")) / "meta.json", "fingerprint")),
+            std::string::npos)
+      << tgn.out;
 }
 
 // ---- 4. --resume -----------------------------------------------------------------------------

@@ -124,16 +124,22 @@ TEST(BadTextInput, OgbEdgeLineLongerThanAReaderBlock) {
   expect_nothing_written(t, {"in"});
 }
 
-// /dev/zero as a .gz file stops at its magic bytes; as a plain edge list, at its first NUL.
+// /dev/zero inside an OGB folder is refused before it is read (a file there is a regular file);
+// named as a .gz file it stops at its magic bytes; as a plain edge list, at its first NUL.
 TEST(BadTextInput, EndlessBinaryInputStopsAtOnce) {
   TempDir t;
   MiniOgb().write(t / "in");
   fs::remove(t / "in/raw/edge.csv.gz");
   fs::create_symlink("/dev/zero", t / "in/raw/edge.csv.gz");
-  expect_convert_refused(
-      t, t / "in", "/dev/zero as gzip",
-      {"raw/edge.csv.gz: not a gzip file: starts with bytes 00 00, gzip starts with 1f 8b"});
+  expect_convert_refused(t, t / "in", "/dev/zero in an OGB folder",
+                         {"raw/edge.csv.gz: is a character device, expected a regular file"});
   fs::remove_all(t / "in");
+  fs::create_symlink("/dev/zero", t / "edges.gz");
+  expect_convert_refused(
+      t, t / "edges.gz", "/dev/zero as gzip",
+      {"edges.gz: not a gzip file: starts with bytes 00 00, gzip starts with 1f 8b"}, 1,
+      "--format edgelist");
+  fs::remove(t / "edges.gz");
   fs::create_symlink("/dev/zero", t / "edges.txt");
   expect_convert_refused(t, t / "edges.txt", "/dev/zero as text",
                          {"edges.txt: line 1: binary data: byte 0x00"});

@@ -6,9 +6,15 @@
 #include "commands.h"
 #include "halo/graph/error.h"
 #include "halo/graph/summary.h"
+#include "halo/graph/text.h"
 #include "halo/partition/parts.h"
 
 namespace halo::cli {
+namespace {
+// JSON output is valid JSON whatever the path a user typed: a byte that is not UTF-8 (a file
+// name in Latin-1) becomes U+FFFD instead of ending the command with "internal: type_error".
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+}  // namespace
 
 Action add_info(CLI::App& app) {
   struct Args {
@@ -27,7 +33,7 @@ Action add_info(CLI::App& app) {
       nlohmann::json meta = read_parts_meta(a->path);
       meta.erase("arrays");
       if (a->json) {
-        std::printf("%s\n", meta.dump(2).c_str());
+        std::printf("%s\n", meta.dump(2, ' ', false, kReplace).c_str());
         return 0;
       }
       std::string report;
@@ -36,16 +42,17 @@ Action add_info(CLI::App& app) {
       } catch (const nlohmann::json::exception& e) {
         throw InputError(a->path + "/meta.json: malformed quality report: " + e.what());
       }
-      std::printf("partition   %s: %d parts by %s of %s (%s)\n", a->path.c_str(),
-                  meta["k"].get<int>(), meta.value("method", std::string()).c_str(),
-                  meta["dataset"].value("name", "").c_str(),
-                  meta.value("dataset_path", std::string()).c_str());
+      // Strings from the files shown escaped (printable): no byte of them drives the terminal.
+      std::printf("partition   %s: %d parts by %s of %s (%s)\n", printable(a->path).c_str(),
+                  meta["k"].get<int>(), printable(meta.value("method", std::string())).c_str(),
+                  printable(meta["dataset"].value("name", "")).c_str(),
+                  printable(meta.value("dataset_path", std::string())).c_str());
       std::printf("%s", report.c_str());
       return 0;
     }
     const nlohmann::json s = summarize_dataset(a->path);
     if (a->json)
-      std::printf("%s\n", s.dump(2).c_str());
+      std::printf("%s\n", s.dump(2, ' ', false, kReplace).c_str());
     else
       std::printf("%s", format_summary(s).c_str());
     return 0;

@@ -95,6 +95,9 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--checkpoint", *ck,
                   "Save parameters and optimiser state here after every epoch");
   cmd->add_flag("--resume", o->resume, "Continue from the newest epoch in --checkpoint");
+  cmd->add_flag("--force", o->force,
+                "Start a new run in a --checkpoint folder that holds an earlier run's checkpoint, "
+                "removing it");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
   // `halo tgn split`: what a peer needs to train and score on exactly halo's split.
   auto split_out = std::make_shared<std::string>();

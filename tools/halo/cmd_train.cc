@@ -134,7 +134,7 @@ Action add_train(CLI::App& app) {
     std::int64_t hidden = 16;
     float dropout = 0.5f, lr = 0.01f, weight_decay = 0.f, attn_dropout = 0.f, smoothing = 0.f;
     bool residual = false, batch_norm = false, norm_features = false, input_dropout = false,
-         resume = false, quiet = false, profile = false, dry_run = false;
+         resume = false, force = false, quiet = false, profile = false, dry_run = false;
     std::uint64_t seed = 0;
   };
   auto a = std::make_shared<Args>();
@@ -229,6 +229,10 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.checkpoint_every = a->checkpoint_every; });
   over(cmd->add_flag("--resume", a->resume, "Continue from --checkpoint"),
        [a](TrainOptions& t) { t.resume = a->resume; });
+  over(cmd->add_flag("--force", a->force,
+                     "Start a new run in a --checkpoint folder that holds an earlier run's "
+                     "checkpoint, removing it"),
+       [a](TrainOptions& t) { t.force = a->force; });
   over(
       cmd->add_option("--predictions-out", a->predictions, "Write the best model's outputs (.npy)"),
       [a](TrainOptions& t) { t.predictions_out = a->predictions; });

@@ -3,10 +3,13 @@
 // command-line error, CLI11's own included), 70 internal.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <new>
 #include <string_view>
+#include <thread>
 
 #include "commands.h"
 #include "halo/graph/error.h"
@@ -15,10 +18,22 @@
 #include "halo/runtime/supervisor.h"
 
 namespace {
-// One line on stderr; in a multi-rank job it names the rank and ends every rank of the job.
+// One line on stderr; in a multi-rank job it names the rank and ends every rank of the job. An
+// error that every rank meets (a bad flag, parts of another K, inputs that differ between
+// nodes: each rank reaches the same verdict) is printed once, by the lowest rank; the others
+// stay silent while it ends the job.
 int fail(int code, const std::string& what) {
   halo::Communicator& comm = halo::world();
   if (comm.size() > 1) {
+    // 1 s: ranks that meet the same error meet it within milliseconds of each other (they
+    // leave the same collective, or parse the same flags); a rank failing alone waits that long.
+    const int first = halo::first_failed_rank(1.0);
+    if (first >= 0 && first != comm.rank()) {
+      // The lowest failing rank prints and aborts the job, which ends this process; should
+      // that not come, leave with the same status, still silent.
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      std::_Exit(code);
+    }
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     std::fprintf(stderr, "error: rank %d of %d on %s: %s (aborting the job)\n", comm.rank(),

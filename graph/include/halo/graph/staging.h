@@ -20,7 +20,9 @@
 //   stale when its PID is gone or now belongs to a process that is not halo.
 //
 // Test hooks (environment): HALO_TEST_KILL_AT=staged|aside|swapped kills the process with
-// SIGKILL at that step of a commit; HALO_TEST_NO_EXCHANGE=1 forces the two-rename replace.
+// SIGKILL at that step of a commit; HALO_TEST_WAIT_AT=staged:FILE holds it there until FILE
+// exists (a second writer commits meanwhile); HALO_TEST_NO_EXCHANGE=1 forces the two-rename
+// replace.
 #pragma once
 
 #include <cstddef>
@@ -68,8 +70,11 @@ void check_output_folder(const std::filesystem::path& dir,
                          const std::vector<std::filesystem::path>& inputs = {});
 
 // Removes the staging entries in `dir` whose writer is gone and restores ".NAME.halo-old-PID"
-// to NAME when NAME is missing (a replace died between its renames). Never throws.
-void clean_stale_staging(const std::filesystem::path& dir);
+// to NAME when NAME is missing (a replace died between its renames). An output whose name is too
+// long for its staging entry to hold is restored only when it is `target` (its writer knows it);
+// until then its old copy is kept. Never throws.
+void clean_stale_staging(const std::filesystem::path& dir,
+                         const std::filesystem::path& target = {});
 // A reader's half of that promise: when folder or file `out` is missing and a dead replace left
 // it aside, renames it back (with a note on stderr) and returns true. Touches nothing else, so a
 // reader never removes anything. Never throws.
@@ -92,6 +97,13 @@ void sync_fd(int fd, const std::filesystem::path& path);
 // inside a staging folder, which the folder's rename commits.
 void write_file(const std::filesystem::path& path, std::string_view text);
 
+// What occupied an output's path when its writer started: a commit replaces only that, so two
+// writers of one output cannot both succeed (the second finds the first's output).
+struct PathIdentity {
+  bool present = false;
+  std::uint64_t dev = 0, ino = 0;
+};
+
 // A folder built under ".NAME.halo-tmp-PID" next to its destination and renamed into place by
 // commit(). Destroyed uncommitted (an error was thrown), it removes everything written under it,
 // and the parent folders it created when they are still empty.
@@ -109,13 +121,17 @@ class StagingDir {
   const std::filesystem::path& destination() const { return dir_; }
   // Fsyncs the staging folder and renames it to the destination (an atomic swap when replacing),
   // then fsyncs the parent folder. Every file written inside must already be closed and synced.
+  // ParamError when another writer committed the destination meanwhile: "already exists" (pass
+  // --force) for a new output, "replaced by another process" for a replaced one; the staged
+  // folder is then removed and the other writer's output stays.
   void commit();
 
  private:
   std::filesystem::path dir_, tmp_;
   std::vector<std::filesystem::path> made_;  // parent folders created for it, deepest first
   int lock_fd_ = -1;
-  bool committed_ = false;
+  bool overwrite_ = false, committed_ = false;
+  PathIdentity before_;  // the destination when this writer started
 };
 
 // A file written whole under ".NAME.halo-tmp-PID" beside its destination and renamed over it by
@@ -135,11 +151,13 @@ class StagedFile {
   // Writes n bytes at byte offset (the file grows as needed); SystemError as write.
   void write_at(const void* data, std::size_t n, std::uint64_t offset);
   // Fsyncs and closes the file, renames it over the destination and fsyncs the folder.
+  // ParamError, and nothing renamed, when another writer committed the destination meanwhile.
   void commit();
 
  private:
   std::filesystem::path shown_, path_, tmp_;
   int fd_ = -1;
+  PathIdentity before_;  // the destination when this writer started
 };
 
 // A log of JSON lines, written in place as the run goes: a log is a stream that users read while

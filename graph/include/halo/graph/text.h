@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 
 namespace halo {
 
@@ -22,11 +23,13 @@ inline constexpr std::size_t kMaxLineBytes = std::size_t(1) << 30;
 
 class LineReader {
  public:
-  // Opens path; throws SystemError when it cannot be opened, InputError when it is a
-  // directory or is named *.gz without being gzip. Later errors (InputError, from next()):
-  // corrupt or truncated gzip, a NUL byte (binary data), a line longer than max_line_bytes.
-  explicit LineReader(const std::filesystem::path& path,
-                      std::size_t max_line_bytes = kMaxLineBytes);
+  // Opens path by open_input (kind: a regular file only, or also a pipe or a device for a
+  // file named on the command line); throws SystemError when it cannot be opened, InputError
+  // when it is of a kind refused or is named *.gz without being gzip. Later errors
+  // (InputError, from next()): corrupt or truncated gzip, a NUL byte (binary data), a line
+  // longer than max_line_bytes.
+  explicit LineReader(const std::filesystem::path& path, std::size_t max_line_bytes = kMaxLineBytes,
+                      InputKind kind = InputKind::kFile);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -133,17 +136,21 @@ class LineCursor {
 
 // Calls fn(LineCursor&) for every line of path, in order, with line numbers from 1.
 // progress_label, when non-empty, shows progress on stderr if it is a terminal.
-// Returns the number of text bytes parsed (after decompression).
+// Returns the number of text bytes parsed (after decompression). kind as for LineReader.
 template <class Fn>
 std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn,
-                            const char* progress_label = "");
+                            const char* progress_label = "", InputKind kind = InputKind::kFile);
 
 // Reads the first line of a small file as text (no newline); empty for an empty file.
-std::string read_first_line(const std::filesystem::path& path);
+std::string read_first_line(const std::filesystem::path& path, InputKind kind = InputKind::kFile);
 
 // s for an error message: at most max_bytes of it, every control byte and invalid UTF-8
 // escaped as \xHH (so binary input cannot drive the terminal), "..." when cut.
 std::string printable(std::string_view s, std::size_t max_bytes = 200);
+
+// True when printable(s) would show s unchanged: no control byte, valid UTF-8. What a name
+// read from a file must be before it is shown as it is.
+bool is_printable(std::string_view s);
 
 }  // namespace halo
 

@@ -6,9 +6,9 @@
 namespace halo {
 
 template <class Fn>
-std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn,
-                            const char* progress_label) {
-  LineReader reader(path);
+std::uint64_t for_each_line(const std::filesystem::path& path, Fn&& fn, const char* progress_label,
+                            InputKind kind) {
+  LineReader reader(path, kMaxLineBytes, kind);
   Progress progress(progress_label, reader.file_size());
   std::string_view block;
   std::int64_t line = 1;

@@ -11,10 +11,40 @@
 #include <vector>
 
 #include "halo/gnn/model.h"
+#include "halo/runtime/comm.h"
 
 namespace halo {
 
 class ArrayDir;
+
+// A training's hold on its checkpoint folder, from before its first epoch to its end, so that a
+// folder holds one run: a fresh run never mixes its epochs into an earlier run's (which halo
+// predict or a resume would then read as one), and two trainings cannot write one folder at once.
+// Each rank that writes there holds DIR/.halo-lock-rank-R (an flock, which the kernel drops when
+// the process dies; the file is removed at the end).
+class CheckpointClaim {
+ public:
+  // Collective. Creates dir if absent and takes the lock of every rank that writes there (all
+  // ranks when every_rank, rank 0 alone otherwise), then agrees across ranks on what the folder
+  // holds. ParamError, the same on every rank, when another training holds it; when it holds
+  // something that is not a halo checkpoint; or, for a fresh run (!resume), when it holds an
+  // earlier run's checkpoint, unless force, which removes that checkpoint first.
+  CheckpointClaim(Communicator& comm, const std::filesystem::path& dir, bool resume, bool force,
+                  bool every_rank);
+  // Drops the lock and removes its file, and the folder if this claim created it and nothing was
+  // written into it.
+  ~CheckpointClaim();
+  CheckpointClaim(const CheckpointClaim&) = delete;
+  CheckpointClaim& operator=(const CheckpointClaim&) = delete;
+
+ private:
+  void claim(Communicator& comm, bool resume, bool force, bool every_rank);
+  void release();
+
+  std::filesystem::path dir_, lock_;
+  int fd_ = -1;
+  bool created_ = false;
+};
 
 // dir/epoch-E: the folder of one epoch's checkpoint.
 std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
@@ -22,6 +52,10 @@ std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
 std::vector<int> committed_epochs(const std::filesystem::path& dir);
 // Removes every epoch directory older than `epoch`; SystemError naming one that cannot be.
 void remove_epochs_before(const std::filesystem::path& dir, int epoch);
+// Removes every epoch directory but `epoch`'s: the older ones this run superseded and any newer
+// one a run of other options left (a resume takes the newest epoch of its own options, so no
+// newer epoch of this run exists). SystemError naming one that cannot be removed.
+void remove_epochs_but(const std::filesystem::path& dir, int epoch);
 
 // Adds NAME.value, NAME.m and NAME.v of every parameter to a, in params order (host copies of
 // device matrices).

@@ -154,6 +154,13 @@ Communicator& world();
 // world().abort(code): ends every rank of a multi-rank job; returns in a single process.
 void abort_job(int code);
 
+// For a rank that failed, before it reports: waits up to grace_s for every other rank of world()
+// to fail too, and returns the lowest failing rank when all did (an error every rank meets, such
+// as a bad flag or parts of another K: the lowest reports it, the others stay silent), or -1 when
+// some rank did not fail within grace_s (it reports alone). Runs over a communicator of its own,
+// so it never matches a collective the other ranks are waiting in. 0 in a single process.
+int first_failed_rank(double grace_s);
+
 // Seconds a wait may last before the job is declared dead (HALO_COMM_TIMEOUT_S, default 600).
 double comm_timeout_seconds();
 

@@ -81,6 +81,8 @@ struct TgnOptions {
   // resume continues from the newest epoch there, bit for bit as an uninterrupted run.
   std::filesystem::path checkpoint;
   bool resume = false;
+  // A fresh run may replace an earlier run's checkpoint in `checkpoint` (refused otherwise).
+  bool force = false;
   bool quiet = false;
   void check() const;  // throws ParamError
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "halo/gnn/model.h"
+#include "halo/graph/error.h"
 #include "halo/runtime/halo_exchange.h"
 
 namespace halo {
@@ -43,7 +44,9 @@ struct TrainOptions {
   std::filesystem::path log;         // JSON lines
   std::filesystem::path checkpoint;  // directory; empty = none. Rank r writes run-R/rank-r/
   int checkpoint_every = 10;
-  bool resume = false;  // from the newest epoch in any rank-*/ folder a rank sees, on any ranks
+  bool resume = false;  // from the newest epoch of these options any rank sees, on any ranks
+  // A fresh run may replace an earlier run's checkpoint in `checkpoint` (refused otherwise).
+  bool force = false;
   std::filesystem::path predictions_out;  // .npy of the best-validation model's outputs
   bool quiet = false;                     // no per-epoch lines
   bool profile = false;                   // time every kernel and print the table at the end
@@ -105,6 +108,10 @@ struct Split;
 // The split training uses when --split is not given: "public" when there is one, else the split
 // a partition was balanced for (partitioned_for; "" for a dataset), else the first; "" if none.
 std::string default_split(const std::vector<Split>& splits, const std::string& partitioned_for);
+// The error for a split `name` (asked for, or default_split's) that `where` does not have: its
+// splits named, or, when it has none, that it has none and how to write one.
+ParamError missing_split(const std::string& where, const std::string& name,
+                         const std::vector<Split>& splits);
 
 // Trains on a native dataset in this process. Epoch lines go to out (unless quiet).
 TrainSummary train_dataset(const std::filesystem::path& dataset, const TrainOptions& opt,
