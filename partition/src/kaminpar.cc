@@ -150,7 +150,7 @@ std::vector<PartId> partition_kaminpar(const GraphDataset& d, const PartitionOpt
                                    graph.string(),
                                    std::to_string(o.k),
                                    std::to_string(eps),
-                                   std::to_string(o.seed),
+                                   std::to_string(o.seed.value_or(0)),
                                    std::to_string(omp_get_max_threads()),
                                    out.string()};
   if (!o.part_weights.empty())

@@ -140,7 +140,7 @@ std::vector<PartId> partition_lp_metis(const CsrView& g, const PartitionOptions&
   // Step 3: METIS k-way on the coarse graph.
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_SEED] = idx_t(o.seed);
+  if (o.seed) options[METIS_OPTION_SEED] = idx_t(*o.seed);  // else METIS's own, as metis.cc
   if (o.ufactor >= 0) options[METIS_OPTION_UFACTOR] = o.ufactor;
   idx_t nv = c_count, nc = 1, np = k, obj = 0;
   std::vector<idx_t> cpart(static_cast<std::size_t>(c_count), 0);

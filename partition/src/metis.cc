@@ -120,7 +120,8 @@ std::vector<PartId> partition_metis(const GraphDataset& d, const PartitionOption
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_OBJTYPE] =
       o.objective == MetisObjective::kVol ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
-  options[METIS_OPTION_SEED] = idx_t(o.seed);
+  // Left at -1 without --seed: METIS then uses its own fixed seed, as gpmetis does.
+  if (o.seed) options[METIS_OPTION_SEED] = idx_t(*o.seed);
   options[METIS_OPTION_NUMBERING] = 0;
   if (o.ufactor >= 0) options[METIS_OPTION_UFACTOR] = o.ufactor;
   if (o.contiguous) options[METIS_OPTION_CONTIG] = 1;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "halo/graph/error.h"
@@ -118,10 +119,25 @@ void PartitionOptions::check(std::int64_t n) const {
       throw ParamError("--part-weights has " + std::to_string(part_weights.size()) +
                        " values, expected one per part (" + std::to_string(k) + ")");
     for (double w : part_weights)
-      if (!(w > 0) || !std::isfinite(w)) throw ParamError("--part-weights must all be positive");
+      if (!(w >= kMinPartWeight && w <= kMaxPartWeight)) {
+        char found[32];
+        std::snprintf(found, sizeof found, "%g", w);
+        throw ParamError("--part-weights: every value must be in [1e-06, 1e+06], found " +
+                         std::string(found));
+      }
   }
-  if (ufactor < -1 || ufactor > 100000) throw ParamError("--ufactor must be in [1, 100000]");
-  if (passes < 1 || passes > 100) throw ParamError("--passes must be in [1, 100]");
+  // -1 is the library's "METIS's default"; 0 makes METIS reject the input.
+  if (ufactor != -1 && (ufactor < 1 || ufactor > kMaxUfactor))
+    throw ParamError("--ufactor must be in [1, " + std::to_string(kMaxUfactor) + "], found " +
+                     std::to_string(ufactor));
+  if (passes < 1 || passes > kMaxPasses)
+    throw ParamError("--passes must be in [1, " + std::to_string(kMaxPasses) + "], found " +
+                     std::to_string(passes));
+  if ((method == PartitionMethod::kMetis || method == PartitionMethod::kLpMetis) && seed &&
+      *seed > kMaxMetisSeed)
+    throw ParamError("--seed must be in [0, " + std::to_string(kMaxMetisSeed) + "] with --method " +
+                     to_string(method) + " (METIS's seed is a 32-bit integer), found " +
+                     std::to_string(*seed));
 }
 
 std::vector<double> PartitionOptions::targets() const {
@@ -159,7 +175,8 @@ std::vector<PartId> partition_random(std::int64_t n, const PartitionOptions& o) 
   std::vector<PartId> owner(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static)
   for (std::int64_t v = 0; v < n; ++v) {
-    const double u = double(mix(mix(o.seed) ^ std::uint64_t(v)) >> 11) * 0x1.0p-53 * cum.back();
+    const double u =
+        double(mix(mix(o.seed.value_or(0)) ^ std::uint64_t(v)) >> 11) * 0x1.0p-53 * cum.back();
     owner[std::size_t(v)] = PartId(std::min<std::ptrdiff_t>(
         std::upper_bound(cum.begin(), cum.end(), u) - cum.begin(), o.k - 1));
   }

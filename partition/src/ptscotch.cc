@@ -281,7 +281,7 @@ std::vector<PartId> map_slice(const Job& job, const GraphDataset& d, std::int64_
     HALO_SCOTCH(SCOTCH_contextThreadSpawn(&s.context, int(cores.size()), cores.data()));
     HALO_SCOTCH(SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMDETERMINISTIC, 1));
     HALO_SCOTCH(SCOTCH_contextOptionSetNum(&s.context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1));
-    SCOTCH_contextRandomSeed(&s.context, SCOTCH_Num(o.seed & 0x7fffffffffffffffull));
+    SCOTCH_contextRandomSeed(&s.context, SCOTCH_Num(o.seed.value_or(0) & 0x7fffffffffffffffull));
     HALO_SCOTCH(SCOTCH_dgraphInit(&s.bound, job.comm));
     s.bound_ok = true;
     HALO_SCOTCH(SCOTCH_contextBindDgraph(&s.context, &s.graph, &s.bound));

@@ -17,15 +17,27 @@
 //   transients (1/sqrt(degree), the transpose's cursors: 12 bytes per column) are freed before.
 #include "halo/runtime/memory_model.h"
 
+#include <omp.h>
+#include <pthread.h>
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <limits>
+#include <mutex>
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/partition/parts.h"
+#include "halo/runtime/tgn.h"
 
 namespace halo {
 namespace {
@@ -551,7 +563,174 @@ AvailableMemory available_memory() {
       if (d.rfind('/') == std::string::npos || d == "/sys/fs/cgroup") break;
     }
   }
+  // The address-space limit (ulimit -v) counts every mapping, files and thread stacks included.
+  if (rlimit rl{}; getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    std::ifstream st("/proc/self/status");
+    std::string key;
+    long long mapped_kib = -1;
+    while (st >> key)
+      if (key == "VmSize:" && st >> mapped_kib) break;
+    if (mapped_kib >= 0) {
+      const std::int64_t room =
+          std::max<std::int64_t>(0, std::int64_t(rl.rlim_cur) - std::int64_t(mapped_kib) * 1024);
+      if (a.bytes == 0 || room < a.bytes) {
+        a.bytes = room;
+        a.source = "its address-space limit (ulimit -v)";
+      }
+    }
+  }
   return a;
+}
+
+namespace {
+// The stack OpenMP gives its threads: OMP_STACKSIZE (or GOMP_STACKSIZE) as libgomp reads it (a
+// size with an optional B, K, M or G suffix, K by default), else 0 (the pthread default).
+std::size_t omp_stack_bytes() {
+  const char* v = std::getenv("OMP_STACKSIZE");
+  if (!v || !*v) v = std::getenv("GOMP_STACKSIZE");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v) return 0;
+  while (std::isspace(static_cast<unsigned char>(*end))) ++end;
+  const char unit = char(std::toupper(static_cast<unsigned char>(*end)));
+  const int shift = unit == 'B' ? 0 : unit == 'M' ? 20 : unit == 'G' ? 30 : 10;
+  return n > (~0ull >> shift) ? 0 : std::size_t(n << shift);
+}
+
+// Starts `count` threads that all live at once, with OpenMP's stack size, then ends and joins
+// them: 0, or the error of the first start that failed and, in *started, how many ran.
+int start_threads(int count, int* started) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool go = false;
+  struct Shared {
+    std::mutex* m;
+    std::condition_variable* cv;
+    bool* go;
+  } shared{&m, &cv, &go};
+  auto wait = [](void* p) -> void* {
+    auto* s = static_cast<Shared*>(p);
+    std::unique_lock<std::mutex> lock(*s->m);
+    s->cv->wait(lock, [s] { return *s->go; });
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (const std::size_t stack = omp_stack_bytes(); stack > 0)
+    pthread_attr_setstacksize(&attr, std::max(stack, std::size_t(PTHREAD_STACK_MIN)));
+  std::vector<pthread_t> threads(std::size_t(std::max(count, 0)));
+  int rc = 0;
+  *started = 0;
+  for (; *started < count; ++*started)
+    if ((rc = pthread_create(&threads[std::size_t(*started)], &attr, +wait, &shared)) != 0) break;
+  pthread_attr_destroy(&attr);
+  {
+    std::lock_guard<std::mutex> lock(m);
+    go = true;
+  }
+  cv.notify_all();
+  for (int i = 0; i < *started; ++i) pthread_join(threads[std::size_t(i)], nullptr);
+  return rc;
+}
+}  // namespace
+
+void check_threads(int threads, const std::string& flag) {
+  const std::string range = "[0, " + std::to_string(kMaxThreads) + "] (0 = OpenMP's default)";
+  if (threads < 0 || threads > kMaxThreads)
+    throw ParamError(flag + " must be in " + range + ", found " + std::to_string(threads));
+  std::string asked = flag + " " + std::to_string(threads);
+  int count = threads;
+  if (threads == 0) {
+    count = omp_get_max_threads();
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    asked = env ? "OMP_NUM_THREADS=" + std::string(env)
+                : "OpenMP's default of " + std::to_string(count) + " threads";
+    if (count > kMaxThreads)
+      throw ParamError(asked + ": the thread count must be in [1, " + std::to_string(kMaxThreads) +
+                       "]");
+  }
+  static std::atomic<int> verified{1};  // the main thread always exists
+  if (count <= verified.load()) return;
+  int started = 0;
+  if (const int rc = start_threads(count - 1, &started); rc != 0)
+    throw ParamError(asked + ": this process can start only " + std::to_string(started + 1) +
+                     " threads now (" + std::strerror(rc) +
+                     "; see ulimit -u and ulimit -v); ask for fewer");
+  verified.store(count);
+}
+
+const char* TgnMemoryEstimate::largest() const {
+  if (weights >= node_state && weights >= batch) return "weights";
+  return node_state >= batch ? "node state" : "batch buffers";
+}
+
+TgnMemoryEstimate estimate_tgn_memory(std::int64_t nodes, std::int64_t edge_dim,
+                                      const TgnOptions& o, int ranks) {
+  // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
+  const double m = double(o.memory_dim), t = double(o.time_dim), de = double(edge_dim);
+  const bool attention = o.embedding == TgnEmbedding::kAttention;
+  const double z = attention ? double(o.embed_dim) : m;  // embedding width
+  // Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
+  // TemporalAttention(dh = m, dq = m + t, dk = m + de + t, dout = z), built whatever the
+  // embedding; the predictor's MLP (2z -> z -> 1); the time encoding and projection.
+  const double gru = (2 * m + de + t) * 3 * m + m * 3 * m + 6 * m;
+  const double dq = m + t, dk = m + de + t;
+  const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + m) * z + z * z + 2 * z;
+  const double pred = 2 * z * z + z + z + 1, small = 2 * t + 2 * m;
+  const double params = gru + attn + pred + small;
+  const double trained = params - (attention ? 0 : attn);
+  const double weights = 4.0 * (2 * params + 2 * trained);  // value, gradient; Adam m, v
+  const double node_state = 4.0 * double(nodes) * (3 * m + std::max(1.0, de));
+  // The widest batch: training embeds 3 queries per event (source, destination, a negative), an
+  // evaluation batch 2 + N; an exact-parallel rank its 1/ranks slice of the events.
+  const double events = std::ceil(double(o.batch_size) / double(std::max(1, ranks)));
+  const double per_event =
+      2 + double(o.skip_eval ? 1 : std::max<std::int64_t>(1, o.eval_negatives));
+  const double queries = events * std::max(3.0, per_event), k = double(o.neighbors);
+  const double per_query = attention ? 2 * m + 2 * t + k * (de + 2 * t) : 2 * m;
+  const double batch = 4.0 * queries * per_query;
+  const auto clamp = [](double b) {
+    return b >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(b);
+  };
+  TgnMemoryEstimate e;
+  e.weights = clamp(weights);
+  e.node_state = clamp(node_state);
+  e.batch = clamp(batch);
+  return e;
+}
+
+std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, std::int64_t nodes,
+                               const std::string& dataset) {
+  const std::string largest = e.largest();
+  if (largest == "weights")
+    return "--memory-dim " + std::to_string(o.memory_dim) + " --embed-dim " +
+           std::to_string(o.embed_dim) + " --time-dim " + std::to_string(o.time_dim) +
+           ": the model's weights (GRU, attention, link predictor) with their gradients and Adam "
+           "moments need about " +
+           format_bytes(std::uint64_t(e.weights)) + "; lower --memory-dim";
+  if (largest == "node state")
+    return dataset + ": the node state of " + std::to_string(nodes) + " nodes x --memory-dim " +
+           std::to_string(o.memory_dim) + " needs about " +
+           format_bytes(std::uint64_t(e.node_state)) + "; lower --memory-dim";
+  return "--batch-size " + std::to_string(o.batch_size) + " --eval-negatives " +
+         std::to_string(o.eval_negatives) + " --neighbors " + std::to_string(o.neighbors) +
+         ": one batch's buffers need about " + format_bytes(std::uint64_t(e.batch)) +
+         "; lower --batch-size or --eval-negatives";
+}
+
+void refuse_impossible_tgn_memory(std::int64_t nodes, std::int64_t edge_dim, const TgnOptions& o,
+                                  int ranks, const std::string& dataset) {
+  if (const char* v = std::getenv("HALO_MEMORY_CHECK"); v && std::string(v) == "0") return;
+  const TgnMemoryEstimate e = estimate_tgn_memory(nodes, edge_dim, o, ranks);
+  const AvailableMemory avail = available_memory();
+  if (avail.bytes <= 0 || double(e.total()) <= 2.0 * double(avail.bytes)) return;
+  std::string line = tgn_memory_message(e, o, nodes, dataset);
+  const std::size_t advice = line.rfind("; ");
+  throw ParamError(line.substr(0, advice) + " (in all about " +
+                   format_bytes(std::uint64_t(e.total())) + "), but only " +
+                   format_bytes(std::uint64_t(avail.bytes)) + " is available (" + avail.source +
+                   ")" + line.substr(advice));
 }
 
 JobShape job_shape(const std::filesystem::path& path, const TrainOptions& o) {

@@ -22,6 +22,7 @@
 #include "halo/graph/staging.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/halo_exchange.h"
+#include "halo/runtime/memory_model.h"
 #include "placement.h"
 #include "rank_data.h"
 #include "train_checkpoint.h"
@@ -39,6 +40,7 @@ void PredictOptions::check() const {
        epoch.find_first_not_of("0123456789") != std::string::npos || std::stol(epoch) < 1))
     throw ParamError("--epoch must be best, last or an epoch number (got '" + epoch + "')");
   if (layer < -1) throw ParamError("--layer must be 0 or more");
+  check_threads(threads, "--threads");
   if (layer >= 0 && embeddings_out.empty())
     throw ParamError("--layer chooses the layer --embeddings-out writes: give --embeddings-out");
   if (!embeddings_out.empty() && embeddings_out == out)

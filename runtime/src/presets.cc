@@ -8,6 +8,7 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/staging.h"
+#include "halo/runtime/memory_model.h"
 #include "halo/runtime/trainer.h"
 
 namespace halo {
@@ -60,13 +61,21 @@ const char* to_string(DeviceChoice d) {
 
 void TrainOptions::check() const {
   model.check();
-  if (!(lr > 0)) throw ParamError("--lr must be positive");
-  if (weight_decay < 0) throw ParamError("--weight-decay must be >= 0");
-  if (epochs < 1) throw ParamError("--epochs must be at least 1");
-  if (runs < 1) throw ParamError("--runs must be at least 1");
-  if (eval_every < 1) throw ParamError("--eval-every must be at least 1");
-  if (threads < 0) throw ParamError("--threads must be >= 0");
-  if (checkpoint_every < 1) throw ParamError("--checkpoint-every must be at least 1");
+  const auto in = [](std::int64_t v, std::int64_t lo, std::int64_t hi, const char* flag) {
+    if (v < lo || v > hi)
+      throw ParamError(std::string(flag) + " must be in [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "], found " + std::to_string(v));
+  };
+  static_assert(kMaxLearningRate == 1e30 && kMaxWeightDecay == 1000, "the messages name them");
+  // lr is a float, and float(1e30) is slightly above 1e30: compare in float.
+  if (!(lr > 0 && lr <= float(kMaxLearningRate))) throw ParamError("--lr must be in (0, 1e+30]");
+  if (!(weight_decay >= 0 && weight_decay <= kMaxWeightDecay))
+    throw ParamError("--weight-decay must be in [0, 1000]");
+  in(epochs, 1, kMaxEpochs, "--epochs");
+  in(runs, 1, kMaxRuns, "--runs");
+  in(eval_every, 1, kMaxEpochs, "--eval-every");
+  in(checkpoint_every, 1, kMaxEpochs, "--checkpoint-every");
+  check_threads(threads, "--threads");
   if (resume && checkpoint.empty()) throw ParamError("--resume needs --checkpoint DIR");
   if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
   if (force && resume)

@@ -29,6 +29,7 @@
 #include "halo/graph/staging.h"
 #include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
+#include "halo/runtime/memory_model.h"
 #include "rank_data.h"
 #include "tgn_replicas.h"
 #include "tgn_scores.h"
@@ -254,17 +255,16 @@ std::vector<std::int64_t> training_events(const TemporalSplit& split, const TgnO
   return train_ids;
 }
 
-// The model, or a SystemError that names the node state it could not allocate.
-std::unique_ptr<TgnReplicas> build_model(const Stream& s, const TgnOptions& opt,
-                                         Communicator& comm) {
+// The model, or a SystemError that names its largest allocation (the memory model's) when the
+// memory check let it through and it failed anyway.
+std::unique_ptr<TgnReplicas> build_model(const Stream& s, const TgnOptions& opt, Communicator& comm,
+                                         const std::string& dataset) {
   try {
     return std::make_unique<TgnReplicas>(s, opt, &comm);
-  } catch (const std::bad_alloc&) {  // the node state: memory, two message tables, edge features
-    const double bytes =
-        4.0 * double(s.nodes) * double(3 * opt.memory_dim + std::max<std::int64_t>(1, s.de));
-    throw SystemError("out of memory allocating the node state of " + std::to_string(s.nodes) +
-                      " nodes x --memory-dim " + std::to_string(opt.memory_dim) + " (about " +
-                      format_bytes(std::uint64_t(bytes)) + ")");
+  } catch (const std::bad_alloc&) {  // weights, or the node state: memory, two message tables
+    const TgnMemoryEstimate e = estimate_tgn_memory(s.nodes, s.de, opt, comm.size());
+    throw SystemError("out of memory allocating the model: " +
+                      tgn_memory_message(e, opt, s.nodes, dataset));
   }
 }
 
@@ -514,6 +514,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
                      {{"dataset fingerprint", read_dataset_meta(dataset).value("fingerprint", "")}},
                      "every node must hold a copy of the same dataset", comm);
   const Stream s = stream_of(d);
+  // Before the model and the node state are allocated: a run that cannot fit is one line naming
+  // the allocation and the flags that size it.
+  if (opt.model != TgnModel::kEdgebank)  // EdgeBank has no model, memory or batch buffers
+    refuse_impossible_tgn_memory(s.nodes, s.de, opt, comm.size(), dataset.string());
   const TemporalSplit split =
       chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
@@ -534,7 +538,7 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
       build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
-  const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm);
+  const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm, dataset.string());
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) resume_run(comm, opt, *model, st, key, out);

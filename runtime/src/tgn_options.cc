@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "halo/graph/error.h"
+#include "halo/runtime/memory_model.h"
 #include "halo/runtime/tgn.h"
 
 namespace halo {
@@ -71,15 +72,24 @@ const char* to_string(TgnNeighborsBefore n) {
 }
 
 void TgnOptions::check() const {
-  if (memory_dim < 1 || embed_dim < 1 || time_dim < 1)
-    throw ParamError("--memory-dim, --embed-dim, --time-dim must be >= 1");
-  if (neighbors < 1) throw ParamError("--neighbors must be at least 1");
-  if (batch_size < 1) throw ParamError("--batch-size must be at least 1");
-  if (epochs < 1) throw ParamError("--epochs must be at least 1");
-  if (!(lr > 0)) throw ParamError("--lr must be positive");
-  if (patience < 1) throw ParamError("--patience must be at least 1");
+  const auto in = [](std::int64_t v, std::int64_t lo, std::int64_t hi, const char* flag) {
+    if (v < lo || v > hi)
+      throw ParamError(std::string(flag) + " must be in [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "], found " + std::to_string(v));
+  };
+  in(memory_dim, 1, kMaxTgnWidth, "--memory-dim");
+  in(embed_dim, 1, kMaxTgnWidth, "--embed-dim");
+  in(time_dim, 1, kMaxTgnWidth, "--time-dim");
+  in(neighbors, 1, kMaxTgnNeighbors, "--neighbors");
+  in(batch_size, 1, kMaxBatchSize, "--batch-size");
+  in(epochs, 1, kMaxEpochs, "--epochs");
+  static_assert(kMaxLearningRate == 1e30 && kMaxWeightDecay == 1000, "the messages name them");
+  // lr is a float, and float(1e30) is slightly above 1e30: compare in float.
+  if (!(lr > 0 && lr <= float(kMaxLearningRate))) throw ParamError("--lr must be in (0, 1e+30]");
+  in(patience, 1, kMaxEpochs, "--patience");
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
-  if (eval_negatives < 0) throw ParamError("--eval-negatives must be >= 0");
+  in(eval_negatives, 0, kMaxEvalNegatives, "--eval-negatives");
+  check_threads(threads, "--threads");
   if ((memory_dim + time_dim) % heads != 0)
     throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
   if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -274,6 +275,34 @@ TEST(HaloPlan, PartFromGatheredRowsIsThePartFromTheDataset) {
     rows.halo_ids.pop_back();
     rows.halo_degree.pop_back();
     EXPECT_THROW(write_part(t / "c", d, rows, plan, local_of, "partition"), SystemError);
+  }
+}
+
+// write_parts groups the splits by part once (K parts read each split once, not K times): its
+// parts are write_part's, which scans the splits for each part, byte for byte (the fingerprints
+// hash every file). Cora, 37 random parts, so that splits cross every part.
+TEST(HaloPlan, PartsWrittenTogetherAreThePartsWrittenOneByOne) {
+  TempDir t;
+  convert(test::bundled("cora"), t / "cora", {});
+  const GraphDataset d = read_graph_dataset(t / "cora");
+  PartitionOptions o;
+  o.k = 37;
+  o.method = PartitionMethod::kRandom;
+  const std::vector<PartId> owner = partition_nodes(d, o);
+  const Quality q =
+      measure_partition(d.graph.view(), d.directed, owner, o.k, &d.splits.front(), o.targets());
+  const nlohmann::json meta =
+      write_parts(d, owner, o, q, t / "all", false, nlohmann::json::object());
+  const PartitionHalos halos = find_partition_halos(d.graph.view(), owner, o.k);
+  std::vector<NodeId> local_of(std::size_t(d.num_nodes()), -1);
+  ASSERT_FALSE(d.splits.empty());
+  for (int r = 0; r < o.k; ++r) {
+    const HaloPlan plan = build_halo_plan(halos, r, local_of);
+    std::ifstream f(t / "all" / ("part-" + std::to_string(r)) / "meta.json");
+    const std::string partition_fp = nlohmann::json::parse(f)["partition"].get<std::string>();
+    EXPECT_EQ(write_part(t / "one", d, owner, plan, local_of, partition_fp),
+              meta["part_fingerprints"][std::size_t(r)].get<std::string>())
+        << "part " << r;
   }
 }
 

@@ -232,14 +232,14 @@ std::int64_t cut_of(const CsrView& g, const std::vector<PartId>& owner) {
   return naive_quality(g, owner).first;
 }
 
-// gpmetis -seed=0 on name's graph (written under t) into k parts, with extra flags; its
+// gpmetis on name's graph (written under t) into k parts, with flags (-seed=S, -ptype=...); its
 // assignment.
 std::vector<PartId> gpmetis(const TempDir& t, const std::string& name, const GraphDataset& d, int k,
                             const std::string& flags) {
   const fs::path graph = t / (name + ".graph");
   if (!fs::exists(graph)) write_metis(graph, d.graph.view(), nullptr, 0);
   const std::string cmd =
-      "gpmetis -seed=0 " + flags + " " + graph.string() + " " + std::to_string(k) + " > /dev/null";
+      "gpmetis " + flags + " " + graph.string() + " " + std::to_string(k) + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   std::ifstream f(t / (name + ".graph.part." + std::to_string(k)));
   std::vector<PartId> theirs;
@@ -248,8 +248,8 @@ std::vector<PartId> gpmetis(const TempDir& t, const std::string& name, const Gra
   return theirs;
 }
 
-// Same library, same input file, same options: gpmetis and halo must agree exactly, with either
-// scheme.
+// Same library, same input file, same options (seed 0 on both sides): gpmetis and halo must
+// agree exactly, with either scheme.
 TEST(Partition, AgreesWithGpmetis) {
   if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "gpmetis not installed";
@@ -261,8 +261,9 @@ TEST(Partition, AgreesWithGpmetis) {
         PartitionOptions o;
         o.k = k;
         o.ptype = ptype;
+        o.seed = 0;
         const std::vector<PartId> theirs =
-            gpmetis(t, name, d, k, "-ptype=" + std::string(to_string(ptype)));
+            gpmetis(t, name, d, k, "-seed=0 -ptype=" + std::string(to_string(ptype)));
         const std::vector<PartId> ours = partition_nodes(d, o);
         const std::int64_t a = cut_of(d.graph.view(), ours), b = cut_of(d.graph.view(), theirs);
         // Identical calls into the same METIS give the identical assignment; 2% is the bound the
@@ -274,8 +275,9 @@ TEST(Partition, AgreesWithGpmetis) {
   }
 }
 
-// The default options are gpmetis's defaults (k-way): the same assignment, so never a larger
-// cut. --ptype best is exactly the lower-cut one of the two schemes (k-way on a tie).
+// The default options are gpmetis's defaults (k-way, and METIS's own seed: no -seed): the same
+// assignment, so never a larger cut. --ptype best is exactly the lower-cut one of the two schemes
+// (k-way on a tie).
 TEST(Partition, DefaultIsGpmetisDefaultAndBestIsTheLowerCutOfBothSchemes) {
   if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "gpmetis not installed";
@@ -326,6 +328,45 @@ bool kaminpar_installed() {
 // METIS's on these small graphs (the products-sized comparison is in docs/BENCHMARKS.md) and far
 // below random's, the same assignment for the same seed on one thread, and parts written like
 // any method's.
+// `halo partition` without --seed hands METIS its own default seed: its assignment is plain
+// gpmetis's on the graph `halo export` writes (Cora K = 4: seed 0 cut 337 where gpmetis cuts
+// 325), and meta.json records no seed; --seed 0 is gpmetis -seed=0. The two assignments differ,
+// so the comparison tells the default from seed 0.
+TEST(Partition, WithoutSeedTheCommandCutsAsPlainGpmetis) {
+  if (std::system("command -v gpmetis >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "gpmetis not installed";
+  TempDir t;
+  const std::string halo = test::configured("HALO_BINARY", HALO_BINARY);
+  const std::string graph = (t / "cora.graph").string();
+  ASSERT_EQ(std::system((halo + " export " + dataset("cora").string() + " -o " + graph +
+                         " > /dev/null 2>&1")
+                            .c_str()),
+            0);
+  auto read_assignment = [](const fs::path& p) {
+    std::ifstream f(p);
+    std::vector<PartId> a;
+    for (PartId x; f >> x;) a.push_back(x);
+    return a;
+  };
+  std::vector<PartId> ours[2], theirs[2];
+  for (int seeded = 0; seeded < 2; ++seeded) {
+    const std::string out = (t / ("p" + std::to_string(seeded))).string();
+    const std::string cmd = halo + " partition " + dataset("cora").string() + " -k 4 -o " + out +
+                            (seeded ? " --seed 0" : "") + " --assignment-out " + out +
+                            ".part > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ours[seeded] = read_assignment(out + ".part");
+    const nlohmann::json meta = read_parts_meta(out);
+    EXPECT_EQ(meta["seed"], seeded ? nlohmann::json(0) : nlohmann::json(nullptr));
+    const std::string g = "gpmetis " + std::string(seeded ? "-seed=0 " : "") + graph + " 4";
+    ASSERT_EQ(std::system((g + " > /dev/null").c_str()), 0) << g;
+    theirs[seeded] = read_assignment(graph + ".part.4");
+    EXPECT_EQ(std::int64_t(ours[seeded].size()), 2708);
+    EXPECT_EQ(ours[seeded], theirs[seeded]) << g;
+  }
+  EXPECT_NE(ours[0], ours[1]);
+}
+
 TEST(Partition, KaminparGivesBalancedLowCutPartsWhenInstalled) {
   if (!kaminpar_installed())
     GTEST_SKIP() << "KaMinPar's Python package is not in " << kaminpar_python()
@@ -632,6 +673,17 @@ TEST(PartitionErrors, BadParametersAreOneLineAndWriteNothing) {
   o.part_weights = {};
   o.balance = "weights";
   expect_param(o, "no vertex weights");
+  o.balance = "nodes";
+  // Values METIS cannot take are refused with their range before METIS sees them (0 made METIS
+  // reject the input; 1e-300 underflowed to a zero share; a seed was cut to 32 bits).
+  o.ufactor = 0;
+  expect_param(o, "--ufactor must be in [1, 100000], found 0");
+  o.ufactor = -1;  // the library's "METIS's default"
+  o.part_weights = {1e-300, 1};
+  expect_param(o, "--part-weights: every value must be in [1e-06, 1e+06]");
+  o.part_weights = {};
+  o.seed = std::uint64_t(1) << 31;
+  expect_param(o, "--seed must be in [0, 2147483647] with --method metis");
 }
 
 TEST(PartitionErrors, EmptyPartIsNamed) {

@@ -4,6 +4,7 @@
 #include "halo/runtime/memory_model.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "../test_util.h"
 #include "halo/graph/error.h"
 #include "halo/runtime/presets.h"
+#include "halo/runtime/tgn.h"
 
 namespace halo {
 namespace {
@@ -220,6 +222,54 @@ TEST(MemoryModel, PredictionsCostRankZeroTheWholeGraph) {
   EXPECT_EQ(estimate_rank_memory(r, m).predictions, 12 * 1000);
   r.rank = 0;
   EXPECT_EQ(estimate_rank_memory(r, m).predictions, 8 * 1000 + 16 * 4000);
+}
+
+// The address-space limit (ulimit -v) bounds what the process can get, as MemAvailable and the
+// cgroup do: under a limit 1 GiB above its mapped size, at most 1 GiB is available.
+TEST(MemoryModel, AvailableMemoryHonoursTheAddressSpaceLimit) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  std::ifstream st("/proc/self/status");
+  std::string key;
+  long long kib = 0;
+  while (st >> key)
+    if (key == "VmSize:" && st >> kib) break;
+  ASSERT_GT(kib, 0);
+  const rlimit tight{rlim_t(kib) * 1024 + (rlim_t(1) << 30), old.rlim_max};
+  if (old.rlim_max != RLIM_INFINITY && old.rlim_max < tight.rlim_cur)
+    GTEST_SKIP() << "the hard limit is below the test's";
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+  const AvailableMemory a = available_memory();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_LE(a.bytes, std::int64_t(1) << 30);
+  EXPECT_GT(a.bytes, std::int64_t(900) << 20);  // the test mapped next to nothing meanwhile
+  EXPECT_EQ(a.source, "its address-space limit (ulimit -v)");
+}
+
+// The TGN estimate names the allocation that sizes a run: 65,536-wide memories make the GRU's
+// weights (3 m (3 m + de + t) parameters, four floats each) the largest term; 100,000 evaluation
+// negatives the batch buffers; a million nodes the node state. Defaults stay far below 1 GiB.
+TEST(MemoryModel, TgnEstimateNamesTheLargestAllocation) {
+  TgnOptions o;
+  const TgnMemoryEstimate small = estimate_tgn_memory(1899, 1, o, 1);
+  EXPECT_LT(small.total(), std::int64_t(1) << 30);
+  o.memory_dim = 65536;
+  const TgnMemoryEstimate wide = estimate_tgn_memory(1899, 1, o, 1);
+  EXPECT_STREQ(wide.largest(), "weights");
+  const double m = 65536, gru = 3 * m * (3 * m + 1 + 100);
+  EXPECT_GE(double(wide.weights), 16 * gru);
+  EXPECT_NE(tgn_memory_message(wide, o, 1899, "uci").find("--memory-dim 65536"), std::string::npos);
+  o.memory_dim = 100;
+  o.eval_negatives = 100000;
+  const TgnMemoryEstimate negatives = estimate_tgn_memory(1899, 1, o, 1);
+  EXPECT_STREQ(negatives.largest(), "batch buffers");
+  // (2 + N) queries per event of a 200-event batch, each with 10 neighbour slots.
+  EXPECT_GE(double(negatives.batch), 4.0 * 200 * 100002 * 10 * 201);
+  o.skip_eval = true;  // no evaluation: training's 3 queries per event
+  EXPECT_LT(estimate_tgn_memory(1899, 1, o, 1).batch, negatives.batch / 1000);
+  o.skip_eval = false;
+  o.eval_negatives = 0;
+  EXPECT_STREQ(estimate_tgn_memory(100000000, 1, o, 1).largest(), "node state");
 }
 
 TEST(MemoryModel, RefusesImpossibleShapes) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 
 #include "commands.h"
 #include "halo/gnn/device.h"
@@ -14,6 +15,7 @@
 #include "halo/graph/progress.h"
 #include "halo/graph/text.h"
 #include "halo/partition/parts.h"
+#include "halo/runtime/memory_model.h"
 
 namespace halo::cli {
 
@@ -80,16 +82,52 @@ CLI::Validator decimal_integer(bool non_negative) {
 }
 
 CLI::Validator int_range(std::int64_t lo, std::int64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
+      [lo, hi, range](std::string& s) -> std::string {
         std::int64_t v = 0;
         const auto [ptr, ec] =
             std::from_chars(s.data() + (!s.empty() && s[0] == '+' ? 1 : 0), s.data() + s.size(), v);
         if (ec == std::errc() && ptr == s.data() + s.size() && v >= lo && v <= hi) return {};
-        return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-               "], found '" + printable(s, 40) + "'";
+        return "must be an integer in " + range + ", found '" + printable(s, 40) + "'";
       },
-      "", "range");
+      range, "range");
+}
+
+CLI::Validator uint_range(std::uint64_t lo, std::uint64_t hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& s) -> std::string {
+        // from_chars refuses what does not fit (CLI11's strtoull would clamp it to 2^64 - 1).
+        std::uint64_t v = 0;
+        const auto [ptr, ec] =
+            std::from_chars(s.data() + (!s.empty() && s[0] == '+' ? 1 : 0), s.data() + s.size(), v);
+        if (ec == std::errc() && ptr == s.data() + s.size() && v >= lo && v <= hi) return {};
+        return "must be an integer in " + range + ", found '" + printable(s, 40) + "'";
+      },
+      range, "range");
+}
+
+CLI::Validator real_range(double lo, double hi, bool lo_open, bool hi_open) {
+  const std::string range = std::string(lo_open ? "(" : "[") + format_number(lo) + ", " +
+                            format_number(hi) + (hi_open ? ")" : "]");
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        const bool parsed = !s.empty() && end == s.c_str() + s.size();
+        if (parsed && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi)) return {};
+        return "must be a number in " + range + ", found '" + printable(s, 40) + "'";
+      },
+      range, "range");
+}
+
+CLI::Validator thread_count() { return int_range(0, kMaxThreads); }
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 void require_dataset(const std::string& path) {
@@ -101,10 +139,20 @@ void require_dataset(const std::string& path) {
 
 void check_number_flags(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
-    const std::string type = o->get_type_name();
+    // The type before any validator's description ("INT:[1, 1024]").
+    const std::string full = o->get_type_name(), type = full.substr(0, full.find(':'));
+    if (type != "FLOAT" && type != "INT" && type != "UINT") continue;
+    // Every number has a documented range (shown in --help): without one a typo would be an
+    // allocation, a run of years or a value a library rejects with its own words.
+    try {
+      o->get_validator("range");
+    } catch (const CLI::OptionNotFound&) {
+      throw std::logic_error("halo " + app.get_name() + " " + o->get_name() +
+                             ": a numeric flag without a range");
+    }
     if (type == "FLOAT")
       o->check(finite_number());
-    else if (type == "INT" || type == "UINT")
+    else
       o->check(decimal_integer(type == "UINT"));
   }
   for (CLI::App* sc : app.get_subcommands({})) check_number_flags(*sc);
@@ -147,6 +195,9 @@ int run_command(int argc, char** argv) {
     // One line and exit 2 like every bad parameter, not CLI11's codes (104-114) and hint.
     throw ParamError(std::string(e.what()) + " (see " + parsed_command(app) + " --help)");
   }
+  // OpenMP reads OMP_NUM_THREADS for every command: a count it cannot start is one line here,
+  // not libgomp's crash or raw lines at the first parallel loop.
+  if (std::getenv("OMP_NUM_THREADS")) check_threads(0, "OMP_NUM_THREADS");
   for (CLI::App* sc : app.get_subcommands()) return actions.at(sc)();
   return 0;
 }

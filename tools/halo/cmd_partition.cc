@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <sstream>
 
 #include "commands.h"
 #include "halo/graph/error.h"
+#include "halo/graph/types.h"
 #include "halo/partition/parts.h"
 
 namespace halo::cli {
@@ -16,12 +18,15 @@ Action add_partition(CLI::App& app) {
     std::string dataset, output, weights, assignment, assignment_in;
     std::string method = "metis", objective = "cut", ptype = "auto";  // parsed into opt
     PartitionOptions opt;
+    std::uint64_t seed = 0;  // into opt.seed only when given (else METIS's own default)
     bool force = false, json = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("partition", "Partition a dataset into K parts with halo plans");
   cmd->add_option("dataset", a->dataset, "Native dataset directory")->required();
-  cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank)")->required();
+  cmd->add_option("-k,--parts", a->opt.k, "Number of parts (one per rank; at most the nodes)")
+      ->required()
+      ->check(int_range(1, kMaxNodes));
   cmd->add_option("-o,--output", a->output, "Directory to create")->required();
   auto* method =
       cmd->add_option("--method", a->method,
@@ -40,10 +45,17 @@ Action add_partition(CLI::App& app) {
                   "Target share of each part, e.g. 2,1,1; or auto=TABLE: shares searched for "
                   "under a speed table from halo train --calibrate");
   cmd->add_option("--ufactor", a->opt.ufactor,
-                  "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)");
+                  "Allowed imbalance in 1/1000 (METIS default: 30 kway, 1 rb)")
+      ->check(int_range(1, kMaxUfactor));
   cmd->add_flag("--contiguous", a->opt.contiguous, "METIS: make every part contiguous");
-  cmd->add_option("--passes", a->opt.passes, "Fennel: streaming passes")->capture_default_str();
-  cmd->add_option("--seed", a->opt.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--passes", a->opt.passes, "Fennel: streaming passes")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxPasses));
+  auto* seed =
+      cmd->add_option("--seed", a->seed,
+                      "Random seed (metis, lp-metis: at most 2^31 - 1; default: METIS's own, as "
+                      "gpmetis; the other methods 0)")
+          ->check(uint_range(0, std::numeric_limits<std::uint64_t>::max()));
   cmd->add_option("--split", a->opt.split,
                   "Split whose train nodes --balance train uses (default: first)");
   cmd->add_option("--assignment-out", a->assignment,
@@ -54,8 +66,9 @@ Action add_partition(CLI::App& app) {
       ->excludes(method);
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   cmd->add_flag("--json", a->json, "Print the report as JSON");
-  return [a] {
+  return [a, seed] {
     require_dataset(a->dataset);
+    if (seed->count() > 0) a->opt.seed = a->seed;
     a->opt.method =
         a->assignment_in.empty() ? parse_partition_method(a->method) : PartitionMethod::kAssignment;
     a->opt.assignment_in = a->assignment_in;
@@ -70,7 +83,9 @@ Action add_partition(CLI::App& app) {
       std::string item;
       while (std::getline(ss, item, ',')) {
         std::string copy = item;
-        const std::string why = finite_number()(copy);  // the check every real flag gets
+        // The checks every real flag gets, and the range PartitionOptions::check holds.
+        std::string why = finite_number()(copy);
+        if (why.empty()) why = real_range(kMinPartWeight, kMaxPartWeight)(copy);
         if (!why.empty()) throw ParamError("--part-weights: " + why);
         a->opt.part_weights.push_back(std::strtod(item.c_str(), nullptr));
       }

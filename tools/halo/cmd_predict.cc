@@ -44,7 +44,9 @@ Action add_predict(CLI::App& app) {
   cmd->add_option("--layer", a->layer,
                   "The layer --embeddings-out writes, from 0 (default: the last hidden layer)")
       ->check(int_range(0, 1024));
-  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = default)")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "OpenMP threads (0 = default)")
+      ->capture_default_str()
+      ->check(thread_count());
   cmd->add_option("--device", a->device, "cpu | cuda | auto (cuda when a GPU is visible)")
       ->capture_default_str();
   return [a] {

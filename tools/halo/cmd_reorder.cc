@@ -1,6 +1,7 @@
 // `halo reorder DATASET -o OUT`: renumber a dataset's nodes for cache locality (see
 // halo/partition/reorder.h); predictions and parts still map back through original_ids.bin.
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "halo/graph/algorithms.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/progress.h"
+#include "halo/graph/types.h"
 #include "halo/partition/reorder.h"
 
 namespace halo::cli {
@@ -29,8 +31,12 @@ Action add_reorder(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--block", a->block,
                   "Nodes per METIS part (rows of X that should stay in cache together)")
-      ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "METIS seed")->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, kMaxNodes));
+  // METIS takes its seed as a 32-bit idx_t (Debian's build), and -1 means its own default.
+  cmd->add_option("--seed", a->seed, "METIS seed")
+      ->capture_default_str()
+      ->check(int_range(0, std::numeric_limits<std::int32_t>::max()));
   cmd->add_flag("-f,--force", a->force, "Replace the output if it exists");
   return [a] {
     require_dataset(a->dataset);

@@ -1,17 +1,18 @@
 // `halo tgn train DATASET`: memory-based temporal GNN (TGN) link prediction on an event stream.
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "commands.h"
 #include "halo/graph/progress.h"
 #include "halo/runtime/comm.h"
+#include "halo/runtime/memory_model.h"
 #include "halo/runtime/tgn.h"
 
 namespace halo::cli {
 
 Action add_tgn(CLI::App& app) {
-  constexpr std::int64_t kMaxWidth = 65536;
   auto o = std::make_shared<TgnOptions>();
   auto path = std::make_shared<std::string>();
   auto log = std::make_shared<std::string>();
@@ -43,37 +44,50 @@ Action add_tgn(CLI::App& app) {
   // error, not an allocation of nodes x width x several floats.
   cmd->add_option("--memory-dim", o->memory_dim, "Node memory width")
       ->capture_default_str()
-      ->check(int_range(1, kMaxWidth));
+      ->check(int_range(1, kMaxTgnWidth));
   cmd->add_option("--embed-dim", o->embed_dim, "Embedding width")
       ->capture_default_str()
-      ->check(int_range(1, kMaxWidth));
+      ->check(int_range(1, kMaxTgnWidth));
   cmd->add_option("--time-dim", o->time_dim, "Time encoding width")
       ->capture_default_str()
-      ->check(int_range(1, kMaxWidth));
+      ->check(int_range(1, kMaxTgnWidth));
   cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")
       ->capture_default_str()
-      ->check(int_range(1, 4096));
+      ->check(int_range(1, kMaxTgnNeighbors));
   cmd->add_option(
          "--neighbors-before", c->neighbors_before,
          "event: neighbours strictly before each event's time (TGN) | batch: before the batch")
       ->capture_default_str();
-  cmd->add_option("--batch-size", o->batch_size, "Events per batch")->capture_default_str();
-  cmd->add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
-  cmd->add_option("--lr", o->lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--batch-size", o->batch_size, "Events per batch")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxBatchSize));
+  cmd->add_option("--epochs", o->epochs, "Epochs")
+      ->capture_default_str()
+      ->check(int_range(1, kMaxEpochs));
+  cmd->add_option("--lr", o->lr, "Adam learning rate")
+      ->capture_default_str()
+      ->check(real_range(0, kMaxLearningRate, true));
   cmd->add_option("--patience", o->patience,
                   "Stop after this many epochs without a better validation AP")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(1, kMaxEpochs));
   cmd->add_flag("--learn-time-frequencies", o->learn_time_frequencies,
                 "Train the time encoding's frequencies too (TGN's original; less stable)");
-  cmd->add_option("--seed", o->seed, "Seed")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "OpenMP threads (0 = default)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed")
+      ->capture_default_str()
+      ->check(uint_range(0, std::numeric_limits<std::uint64_t>::max()));
+  cmd->add_option("--threads", o->threads, "OpenMP threads (0 = default)")
+      ->capture_default_str()
+      ->check(thread_count());
   cmd->add_option("--max-train-events", o->max_train_events,
                   "Train on at most this many events per epoch (0 = all; throughput runs)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, std::numeric_limits<std::int64_t>::max()));
   cmd->add_option(
          "--eval-negatives", o->eval_negatives,
          "Also rank each evaluation event against N uniform negatives and report MRR (0 = off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, kMaxEvalNegatives));
   cmd->add_flag("--skip-eval", o->skip_eval,
                 "No validation or test pass (throughput runs; no AP is reported)");
   cmd->add_option("--log", *log, "JSON-lines log");
@@ -93,7 +107,8 @@ Action add_tgn(CLI::App& app) {
   split->add_option("dataset", *path, "Temporal dataset")->required();
   split->add_option("-o,--output", *split_out, "The .npz to write")->required();
   split->add_option("--seed", *split_seed, "Seed (as halo tgn train --seed)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(uint_range(0, std::numeric_limits<std::uint64_t>::max()));
   return [o, c, path, log, ck, split, split_out, split_seed] {
     if (split->parsed()) {
       Stopwatch clock;

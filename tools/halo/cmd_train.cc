@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -162,7 +163,9 @@ Action add_train(CLI::App& app) {
            ->capture_default_str()
            ->check(int_range(1, 65536)),
        [a](TrainOptions& t) { t.model.hidden = a->hidden; });
-  over(cmd->add_option("--dropout", a->dropout, "Dropout probability")->capture_default_str(),
+  over(cmd->add_option("--dropout", a->dropout, "Dropout probability")
+           ->capture_default_str()
+           ->check(real_range(0, 1, false, true)),
        [a](TrainOptions& t) { t.model.dropout = a->dropout; });
   over(cmd->add_option("--heads", a->heads,
                        "GAT: attention heads of the hidden layers (concatenated; --hidden each)")
@@ -175,7 +178,8 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.model.out_heads = a->out_heads; });
   over(cmd->add_option("--attn-dropout", a->attn_dropout,
                        "GAT: dropout on the attention coefficients")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(real_range(0, 1, false, true)),
        [a](TrainOptions& t) { t.model.attn_dropout = a->attn_dropout; });
   over(cmd->add_flag("--residual", a->residual, "GAT: residual connections (x W_res, or x)"),
        [a](TrainOptions& t) { t.model.residual = a->residual; });
@@ -183,34 +187,45 @@ Action add_train(CLI::App& app) {
        [a](TrainOptions& t) { t.model.input_dropout = a->input_dropout; });
   over(cmd->add_flag("--batch-norm", a->batch_norm, "Batch norm between layers"),
        [a](TrainOptions& t) { t.model.batch_norm = a->batch_norm; });
-  over(cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str(),
+  over(cmd->add_option("--lr", a->lr, "Adam learning rate")
+           ->capture_default_str()
+           ->check(real_range(0, kMaxLearningRate, true)),
        [a](TrainOptions& t) { t.lr = a->lr; });
   over(cmd->add_option("--weight-decay", a->weight_decay, "L2 weight decay (Adam)")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(real_range(0, kMaxWeightDecay)),
        [a](TrainOptions& t) { t.weight_decay = a->weight_decay; });
-  over(cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str(),
+  over(cmd->add_option("--epochs", a->epochs, "Epochs")
+           ->capture_default_str()
+           ->check(int_range(1, kMaxEpochs)),
        [a](TrainOptions& t) { t.epochs = a->epochs; });
   over(cmd->add_flag("--norm-features", a->norm_features, "Row-normalise the input features"),
        [a](TrainOptions& t) { t.norm_features = a->norm_features; });
   over(cmd->add_option("--split", a->split, "Split name (default: public, else the first)"),
        [a](TrainOptions& t) { t.split = a->split; });
-  over(cmd->add_option("--seed", a->seed, "Seed of the first run")->capture_default_str(),
+  over(cmd->add_option("--seed", a->seed, "Seed of the first run")
+           ->capture_default_str()
+           ->check(uint_range(0, std::numeric_limits<std::uint64_t>::max())),
        [a](TrainOptions& t) { t.seed = a->seed; });
   over(cmd->add_option("--runs", a->runs, "Runs with seeds S..S+R-1 (mean ± std reported)")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(int_range(1, kMaxRuns)),
        [a](TrainOptions& t) { t.runs = a->runs; });
   over(cmd->add_option("--eval-every", a->eval_every, "Evaluate every N epochs")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(int_range(1, kMaxEpochs)),
        [a](TrainOptions& t) { t.eval_every = a->eval_every; });
   over(cmd->add_option("--threads", a->threads, "OpenMP threads (0 = default)")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(thread_count()),
        [a](TrainOptions& t) { t.threads = a->threads; });
   over(cmd->add_option("--log", a->log, "JSON-lines log file"),
        [a](TrainOptions& t) { t.log = a->log; });
   over(cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint directory"),
        [a](TrainOptions& t) { t.checkpoint = a->checkpoint; });
   over(cmd->add_option("--checkpoint-every", a->checkpoint_every, "Checkpoint every N epochs")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(int_range(1, kMaxEpochs)),
        [a](TrainOptions& t) { t.checkpoint_every = a->checkpoint_every; });
   over(cmd->add_flag("--resume", a->resume, "Continue from --checkpoint"),
        [a](TrainOptions& t) { t.resume = a->resume; });
@@ -241,12 +256,14 @@ Action add_train(CLI::App& app) {
   over(cmd->add_option("--halo-staleness", a->staleness,
                        "0 (exact) | 1: use the previous epoch's halo rows, overlapping the "
                        "exchange (PipeGCN)")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(int_range(0, 1)),
        [a](TrainOptions& t) { t.halo_staleness = a->staleness; });
   over(cmd->add_option("--halo-smoothing", a->smoothing,
                        "GAMMA in [0, 1) with --halo-staleness 1: use the moving average of the "
                        "stale halo rows and gradients (PipeGCN-F/G; 0 = none)")
-           ->capture_default_str(),
+           ->capture_default_str()
+           ->check(real_range(0, 1, false, true)),
        [a](TrainOptions& t) { t.halo_smoothing = a->smoothing; });
   cmd->add_option("--calibrate", a->calibrate,
                   "Measure each rank's speed for this model and its links to the other ranks, "

@@ -34,10 +34,22 @@ void print_footer(const std::string& what, double seconds);
 CLI::Validator finite_number();
 // An integer flag must be plain decimal (CLI11 alone reads "010" as 8); >= 0 when non_negative.
 CLI::Validator decimal_integer(bool non_negative);
-// Adds the two checks above to every FLOAT / INT / UINT option of app and its subcommands.
+// Adds the two checks above to every FLOAT / INT / UINT option of app and its subcommands, and
+// throws std::logic_error (exit 70: a bug) for one without a range below: every numeric flag has
+// one, shown in --help.
 void check_number_flags(CLI::App& app);
-// An integer flag must lie in [lo, hi]: the bounds that keep sizes to what someone meant.
+// A number flag must lie in its range: the bounds that keep sizes to what someone meant. Each is
+// named "range" and described as "[lo, hi]" (shown in --help and in the error).
 CLI::Validator int_range(std::int64_t lo, std::int64_t hi);
+// As int_range for 64-bit unsigned flags (seeds): a value that does not fit 64 bits is refused,
+// not clamped to 2^64 - 1 as CLI11 alone would.
+CLI::Validator uint_range(std::uint64_t lo, std::uint64_t hi);
+// A real flag in [lo, hi], or with an open end "(lo" / "hi)".
+CLI::Validator real_range(double lo, double hi, bool lo_open = false, bool hi_open = false);
+// Every --threads flag: [0, kMaxThreads] (memory_model.h), 0 = OpenMP's default.
+CLI::Validator thread_count();
+// A bound as the ranges print it (%g).
+std::string format_number(double v);
 // Throws ParamError unless path is a native dataset: a partition (halo partition's output)
 // given where a dataset is expected gets a message saying so, not a parse failure deep inside.
 void require_dataset(const std::string& path);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,15 @@ const char* to_string(PartitionMethod m);
 const char* to_string(MetisObjective o);
 const char* to_string(MetisPtype p);
 
+// The ranges PartitionOptions::check holds (the command line shows them in --help).
+constexpr int kMaxUfactor = 100000;  // --ufactor in [1, kMaxUfactor] (1/1000: up to 100x)
+constexpr int kMaxPasses = 100;      // fennel --passes in [1, kMaxPasses]
+// Each --part-weights value: the shares are relative, and METIS takes them as float32 shares
+// whose sum it checks, so a 1e-300 beside a 1 underflows to a zero share it rejects.
+constexpr double kMinPartWeight = 1e-6, kMaxPartWeight = 1e6;
+// METIS (Debian's build) takes its seed as a 32-bit idx_t, and -1 means its own default seed.
+constexpr std::uint64_t kMaxMetisSeed = 2147483647;
+
 struct PartitionOptions {
   int k = 2;
   PartitionMethod method = PartitionMethod::kMetis;
@@ -56,7 +66,9 @@ struct PartitionOptions {
   int ufactor = -1;         // allowed imbalance in 1/1000; -1 = METIS's default
   bool contiguous = false;  // metis: contiguous parts
   int passes = 4;           // fennel: streaming passes (1 = plain Fennel)
-  std::uint64_t seed = 0;
+  // Unset: METIS's own default seed (as gpmetis without -seed, so that its assignment is
+  // gpmetis's) for metis and lp-metis, 0 for the other methods. Deterministic either way.
+  std::optional<std::uint64_t> seed;
   std::string split;                    // split whose train nodes "train" refers to ("" = first)
   std::filesystem::path assignment_in;  // kAssignment: gpmetis .part.K text or int32/int64 .npy
 

@@ -123,10 +123,74 @@ struct AvailableMemory {
   std::string source;      // "MemAvailable" or "its memory cgroup's limit", for messages
 };
 
-// The smaller of the machine's MemAvailable and what this process's memory cgroup limit (the
-// smallest on its path, v1 or v2) leaves above the cgroup's usage less its page cache. Reads a
-// few /proc and /sys files; never throws.
+// The smallest of the machine's MemAvailable, what this process's memory cgroup limit (the
+// smallest on its path, v1 or v2) leaves above the cgroup's usage less its page cache, and what
+// its address-space limit (RLIMIT_AS, ulimit -v) leaves above its mapped size. Reads a few /proc
+// and /sys files; never throws.
 AvailableMemory available_memory();
+
+// The most threads a --threads flag (or OMP_NUM_THREADS) may ask for: above the hardware threads
+// of the largest single machines (384-512 on today's two-socket servers, so oversubscribing them
+// stays possible), and far below the count at which libgomp's team start, which keeps per-thread
+// start data on the calling thread's stack, overflows an 8 MiB stack (~100,000: a SIGSEGV).
+constexpr int kMaxThreads = 4096;
+
+// The bounds of the count flags of `halo train` and `halo tgn train`, shared by the command line
+// and the options' checks: far above any published run (hundreds of epochs, 10 runs, TGB's 999
+// negatives), low enough that a typo is refused rather than an allocation or a run of years.
+constexpr int kMaxEpochs = 1000000;                 // --epochs, --patience, --*-every
+constexpr int kMaxRuns = 10000;                     // --runs
+constexpr std::int64_t kMaxBatchSize = 1 << 24;     // tgn --batch-size (events)
+constexpr std::int64_t kMaxTgnWidth = 65536;        // tgn --memory-dim, --embed-dim, --time-dim
+constexpr int kMaxTgnNeighbors = 4096;              // tgn --neighbors
+constexpr std::int64_t kMaxEvalNegatives = 100000;  // tgn --eval-negatives
+// --lr in (0, 1e30]: a rate sizes nothing, and one too large makes the loss non-finite, which
+// training detects and reports (BadTraining drives that with 1e10 and 1e30).
+constexpr double kMaxLearningRate = 1e30;
+constexpr double kMaxWeightDecay = 1000;  // --weight-decay in [0, kMaxWeightDecay]
+
+// Throws ParamError naming `flag` unless threads is in [0, kMaxThreads] (0: OpenMP's default,
+// which OMP_NUM_THREADS sets and must then be in [1, kMaxThreads] too) and this process can start
+// that many threads now (ulimit -u and -v, a cgroup's pids.max): it starts them once, with the
+// stack size OpenMP will give them, and joins them, so that libgomp never fails mid-run with its
+// own raw lines. A count verified once is not started again.
+void check_threads(int threads, const std::string& flag);
+
+struct TgnOptions;
+
+// The host memory of `halo tgn train`, by the allocation it stands for: lower bounds taken from
+// the code that allocates (gnn/src/temporal), for naming what a run cannot hold, not a peak.
+struct TgnMemoryEstimate {
+  // Parameters (GRU, attention, link predictor, time encoding) with their gradients, and Adam's
+  // two moments for the trained ones: 4 floats each.
+  std::int64_t weights = 0;
+  // Per node: the memory row and the two stored message tables (memory, and edge features).
+  std::int64_t node_state = 0;
+  // One batch's buffers at their widest (an evaluation batch with --eval-negatives): per query
+  // (source, destination, negatives) its memory and time code, and per neighbour slot its
+  // features and time code.
+  std::int64_t batch = 0;
+  std::int64_t total() const { return weights + node_state + batch; }
+  // "weights", "node state" or "batch buffers": the largest term.
+  const char* largest() const;
+};
+
+// The estimate for `nodes` nodes with `edge_dim` features per event, on one of `ranks` ranks
+// (an exact-parallel rank embeds its slice of each batch). Pure; sizes in double beyond int64.
+TgnMemoryEstimate estimate_tgn_memory(std::int64_t nodes, std::int64_t edge_dim,
+                                      const TgnOptions& opt, int ranks);
+
+// The line that names what a TGN run of this estimate cannot hold: the flags that size its
+// largest term, the bytes, and what to lower ("--memory-dim 65536 ...: the model's weights need
+// about 619 GiB").
+std::string tgn_memory_message(const TgnMemoryEstimate& est, const TgnOptions& opt,
+                               std::int64_t nodes, const std::string& dataset);
+
+// Refuses, before the model is built, a TGN run whose estimate exceeds twice what the process
+// can get (available_memory), as refuse_impossible_memory does for halo train: ParamError naming
+// the largest allocation and the flags behind it. HALO_MEMORY_CHECK=0 skips it.
+void refuse_impossible_tgn_memory(std::int64_t nodes, std::int64_t edge_dim, const TgnOptions& opt,
+                                  int ranks, const std::string& dataset);
 
 // Every rank of a `halo train PATH` job and the model its options make.
 struct JobShape {
