@@ -22,6 +22,7 @@
 
 #include "halo/graph/error.h"
 #include "halo/graph/input.h"
+#include "halo/graph/progress.h"
 
 namespace halo {
 namespace fs = std::filesystem;
@@ -425,6 +426,23 @@ bool restore(const fs::path& aside, const fs::path& target, pid_t pid) {
       target.c_str(), aside.filename().c_str(), int(pid));
   return true;
 }
+
+// Removes a dead writer's staging entry: a folder child by child, with progress on a terminal
+// (a dead partition's thousands of parts take seconds to remove, which should not pass in
+// silence). Best effort: another cleaner may be removing it too.
+void remove_stale(const fs::path& p) {
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(p, ec))) {
+    std::vector<fs::path> children;
+    for (const auto& c : fs::directory_iterator(p, ec)) children.push_back(c.path());
+    Progress bar("removing " + p.string() + ", left by a writer that died", children.size());
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      fs::remove_all(children[i], ec);
+      bar.update(i + 1);
+    }
+  }
+  fs::remove_all(p, ec);
+}
 }  // namespace
 
 void clean_stale_staging(const fs::path& dir, const fs::path& target_hint) {
@@ -451,7 +469,7 @@ void clean_stale_staging(const fs::path& dir, const fs::path& target_hint) {
       if (s.kind == kOld && !fs::exists(fs::symlink_status(target, rc)) &&
           restore(p, target, s.pid))
         continue;
-      fs::remove_all(p, rc);  // best effort: another cleaner may be removing it too
+      remove_stale(p);
     }
   } catch (const std::exception&) {  // cleaning is a courtesy: it never fails a write
   }

@@ -627,5 +627,60 @@ TEST(Cluster, ResumeOnFewerNodesAfterANodeDiedContinuesTheTrajectory) {
     EXPECT_LT(rel(r["loss"], got.at(e)["loss"]), 1e-4) << "epoch " << e;
 }
 
+// A checkpoint folder holds one run across nodes, and a resume takes the newest epoch of its own
+// options: run A checkpoints on 3 nodes, then its folder is deleted on node1 and node2 only. A
+// fresh run B into it is refused in one line (node3 holds A's epoch 12) until --force, which
+// clears node3's copy too; B is killed at epoch 7; node3 gets A's epoch 12 back (a node that
+// missed the clear). B's --resume continues from its own epoch 6, to the losses of an
+// uninterrupted B bit for bit, and its next commit removes the stale epoch.
+TEST(Cluster, ACheckpointFolderHoldsOneRunAndAResumeTakesItsOwnNewestEpoch) {
+  SKIP_WITHOUT_CLUSTER();
+  test::TempDir t;
+  Cluster c(t / "cluster", 3, "--slots 1");
+  c.deploy(data("cora-3"));
+  const std::string ck = " --checkpoint " + c.data() + "/ck";
+  const auto train = [&](const std::string& rest, const std::string& env = "") {
+    return c.run(mpirun(3, env) + halo() + " train " + c.data() + "/cora-3" +
+                 " --layers 2 --hidden 16 --epochs 12 --eval-every 1000 --threads 1 -q "
+                 "--checkpoint-every 1" +
+                 rest);
+  };
+  const Result a = train(" --lr 0.05" + ck);
+  ASSERT_EQ(a.code, 0) << a.out;
+  const fs::path a12 = c.disk("node3") / "ck" / "run-0" / "rank-2" / "epoch-12";
+  ASSERT_TRUE(fs::exists(a12 / "meta.json"));
+  fs::copy(a12, t / "a12", fs::copy_options::recursive);
+  fs::remove_all(c.disk("node1") / "ck");
+  fs::remove_all(c.disk("node2") / "ck");
+
+  const Result refused = train(" --lr 0.01" + ck);
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("holds the checkpoint of an earlier run (epoch 12)"),
+            std::string::npos)
+      << refused.out;
+  std::size_t lines = 0;
+  for (std::size_t at = refused.out.find("error: "); at != std::string::npos;
+       at = refused.out.find("error: ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << refused.out;
+
+  const Result killed = train(" --lr 0.01 --force" + ck, "HALO_INJECT_FAULT=1:7:kill");
+  EXPECT_NE(killed.code, 0) << killed.out;
+  EXPECT_FALSE(fs::exists(a12)) << "--force left node3's copy of the earlier run";
+  fs::copy(t / "a12", a12, fs::copy_options::recursive);
+
+  const fs::path log = t / "resumed.jsonl", whole = t / "whole.jsonl";
+  const Result resumed = train(" --lr 0.01 --resume --log " + log.string() + ck);
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_FALSE(fs::exists(a12)) << "the stale epoch outlived the resumed run's commits";
+  const Result straight = train(" --lr 0.01 --log " + whole.string());
+  ASSERT_EQ(straight.code, 0) << straight.out;
+  const auto got = epochs(read_log(log)), expected = epochs(read_log(whole));
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.begin()->first, 7) << "resumed from another epoch than B's 6";
+  EXPECT_EQ(got.size(), 6u);
+  for (const auto& [e, r] : got) EXPECT_EQ(r["loss"], expected.at(e)["loss"]) << "epoch " << e;
+}
+
 }  // namespace
 }  // namespace halo
