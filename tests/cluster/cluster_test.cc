@@ -672,7 +672,11 @@ TEST(Cluster, ACheckpointFolderHoldsOneRunAndAResumeTakesItsOwnNewestEpoch) {
   const fs::path log = t / "resumed.jsonl", whole = t / "whole.jsonl";
   const Result resumed = train(" --lr 0.01 --resume --log " + log.string() + ck);
   ASSERT_EQ(resumed.code, 0) << resumed.out;
-  EXPECT_FALSE(fs::exists(a12)) << "the stale epoch outlived the resumed run's commits";
+  // node3's epoch 12 is now B's own (the stale one was removed by B's first commit).
+  const json key_b =
+      checkpoint_meta(c.disk("node1") / "ck" / "run-0" / "rank-0" / "epoch-12")["key"];
+  EXPECT_EQ(checkpoint_meta(a12)["key"], key_b);
+  EXPECT_NE(checkpoint_meta(t / "a12")["key"], key_b);
   const Result straight = train(" --lr 0.01 --log " + whole.string());
   ASSERT_EQ(straight.code, 0) << straight.out;
   const auto got = epochs(read_log(log)), expected = epochs(read_log(whole));
