@@ -38,7 +38,10 @@ std::optional<std::pair<std::string, std::string>> find_unprintable(const json& 
     if (!is_printable(s)) return std::pair{where, s};
   } else if (j.is_object()) {
     for (const auto& [key, v] : j.items()) {
-      const std::string at = where.empty() ? key : where + "." + key;
+      // Where it is, as a message shows it: a key's own bytes escaped (a NUL would cut the
+      // message, which is a C string to what()).
+      const std::string shown = printable(key, 40);
+      const std::string at = where.empty() ? shown : where + "." + shown;
       if (!is_printable(key)) return std::pair{at, key};
       if (where.empty() && key == "source") continue;
       if (auto bad = find_unprintable(v, at)) return bad;

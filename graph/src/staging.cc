@@ -202,6 +202,7 @@ const char* kind_of(mode_t m) {
   if (S_ISFIFO(m)) return "a FIFO";
   if (S_ISSOCK(m)) return "a socket";
   if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISREG(m)) return "a regular file";
   return "not a regular file";
 }
 
@@ -268,6 +269,26 @@ PathIdentity identity(const fs::path& p) {
 
 bool same(const PathIdentity& a, const PathIdentity& b) {
   return a.present == b.present && a.dev == b.dev && a.ino == b.ino;
+}
+
+// What each output path held when this process first resolved it (its commands resolve their
+// outputs before any work, so that is when the writer started), updated by each commit of its
+// own: a writer that takes minutes to reach its commit still replaces only what was there at its
+// start, and a process writing one path twice (the Python package) replaces its own output.
+std::mutex g_seen_mutex;
+std::map<std::string, PathIdentity>& seen_outputs() {
+  static std::map<std::string, PathIdentity> seen;
+  return seen;
+}
+
+PathIdentity first_seen(const fs::path& target) {
+  const std::lock_guard<std::mutex> hold(g_seen_mutex);
+  return seen_outputs().emplace(target.string(), identity(target)).first->second;
+}
+
+void record_committed(const fs::path& target) {
+  const std::lock_guard<std::mutex> hold(g_seen_mutex);
+  seen_outputs()[target.string()] = identity(target);
 }
 
 // An exclusive flock on an output's folder for the few calls of a commit (look, then rename), so
@@ -350,6 +371,7 @@ fs::path resolve_file_output(const fs::path& out, const std::vector<fs::path>& i
         ", not a regular file; halo writes a new file and renames it into place, which would "
         "replace it: give a file path");
   check_not_input(out, inputs);
+  (void)first_seen(target);
   return target;
 }
 
@@ -371,6 +393,7 @@ fs::path resolve_dir_output(const fs::path& out, const std::string& format, bool
   clean_stale_staging(folder_of(target), target);  // may restore target: check after
   check_not_input(out, inputs);
   struct stat st {};
+  (void)first_seen(target);
   if (::stat(target.c_str(), &st) != 0) return target;
   if (!overwrite) throw ParamError(out.string() + ": already exists (pass --force to replace it)");
   if (!S_ISDIR(st.st_mode))
@@ -546,7 +569,7 @@ StagingDir::StagingDir(const fs::path& dir, const std::string& format, bool over
     : dir_(resolve_dir_output(dir, format, overwrite, inputs)),
       tmp_(staging_name(dir_, kTmp)),
       overwrite_(overwrite),
-      before_(identity(dir_)) {
+      before_(first_seen(dir_)) {
   std::error_code ec;
   fs::remove_all(tmp_, ec);  // a dead process's with our PID
   for (fs::path d = folder_of(dir_); !d.empty() && !fs::exists(fs::symlink_status(d, ec));
@@ -583,6 +606,7 @@ void StagingDir::commit() {
       throw_system(dir_, "cannot rename the staging folder into place");
     }
     committed_ = true;
+    record_committed(dir_);
     sync_dir(parent);
     return;
   }
@@ -593,6 +617,7 @@ void StagingDir::commit() {
   if (!exchange_disabled()) {
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, dir_.c_str(), RENAME_EXCHANGE) == 0) {
       committed_ = true;
+      record_committed(dir_);
       sync_dir(parent);
       kill_point("swapped");
       fs::remove_all(tmp_, ec);
@@ -621,6 +646,7 @@ void StagingDir::commit() {
     throw_system(dir_, "cannot rename the staging folder into place");
   }
   committed_ = true;
+  record_committed(dir_);
   sync_dir(parent);
   kill_point("swapped");
   fs::remove_all(old, ec);
@@ -634,7 +660,7 @@ StagedFile::StagedFile(const fs::path& path, const std::vector<fs::path>& inputs
     : shown_(path),
       path_(resolve_file_output(path, inputs)),
       tmp_(staging_name(path_, kTmp)),
-      before_(identity(path_)) {
+      before_(first_seen(path_)) {
   clean_stale_staging(folder_of(path_), path_);
   fd_ = ::open(tmp_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd_ < 0) throw_system(shown_, "cannot create");
@@ -681,6 +707,7 @@ void StagedFile::commit() {
   }
   const int fd = fd_;
   fd_ = -1;  // renamed: nothing to remove any more
+  record_committed(path_);
   if (::close(fd) != 0) throw_system(shown_, "close failed");
   sync_dir(folder_of(path_));
 }
@@ -719,6 +746,22 @@ void LogFile::write_line(const std::string& line) {
   if (fd_ < 0) return;
   std::string rec = line;
   rec += '\n';
+  // A FIFO whose reader went away: EPIPE and one line, not a silent death by SIGPIPE. The signal
+  // a write raises goes to the writing thread, which blocks it for the write and takes it back.
+  sigset_t pipe_signal, before;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
+  struct Unblock {
+    const sigset_t& pipe_signal;
+    const sigset_t& before;
+    ~Unblock() {
+      const timespec now{0, 0};
+      while (sigtimedwait(&pipe_signal, nullptr, &now) > 0) {
+      }
+      pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    }
+  } unblock{pipe_signal, before};
   try {
     write_all(fd_, path_, rec.data(), rec.size());
     good_ += (long long)rec.size();

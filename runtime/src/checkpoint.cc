@@ -17,6 +17,19 @@
 namespace halo {
 namespace fs = std::filesystem;
 
+void check_outside_checkpoint(const fs::path& out, const std::string& flag,
+                              const fs::path& checkpoint) {
+  if (out.empty() || checkpoint.empty()) return;
+  std::error_code ec;
+  fs::path o = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  fs::path c = fs::weakly_canonical(fs::absolute(checkpoint, ec), ec);
+  if (!c.has_filename()) c = c.parent_path();
+  const auto [ci, oi] = std::mismatch(c.begin(), c.end(), o.begin(), o.end());
+  if (ci == c.end() && oi != o.end() && !oi->empty())
+    throw ParamError(flag + " " + out.string() + ": inside the checkpoint folder " +
+                     checkpoint.string() + ", which holds checkpoints only; write it elsewhere");
+}
+
 fs::path epoch_dir(const fs::path& dir, int epoch) {
   return dir / ("epoch-" + std::to_string(epoch));
 }
@@ -58,7 +71,7 @@ struct FolderContents {
 };
 
 bool is_epoch_name(const std::string& n) {
-  return n.rfind("epoch-", 0) == 0 && n.size() > 6 &&
+  return n.rfind("epoch-", 0) == 0 && n.size() > 6 && n.size() <= 15 &&
          n.find_first_not_of("0123456789", 6) == std::string::npos;
 }
 
@@ -69,21 +82,63 @@ bool is_halo_entry(const std::string& n) {
           (n.find(".halo-tmp-") != std::string::npos || n.find(".halo-old-") != std::string::npos));
 }
 
-// The newest committed epoch under a run-R folder (any rank-r), or -1; *foreign gets the first
-// entry that does not belong there.
-int newest_in_run(const fs::path& run, std::string* foreign) {
+// Whether entry e is a folder (not a link to one: --force removes what it finds, and must never
+// follow a link out of the checkpoint folder).
+bool real_folder(const fs::directory_entry& e) {
+  std::error_code ec;
+  return e.is_directory(ec) && !e.is_symlink(ec);
+}
+
+// The first entry of an epoch folder that halo did not write there (meta.json and .bin arrays
+// only), as a path under `shown`; empty when there is none.
+std::string foreign_in_epoch(const fs::path& epoch, const fs::path& shown) {
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(epoch, ec)) {
+    const std::string n = f.path().filename().string();
+    const bool array = n.size() > 4 && n.compare(n.size() - 4, 4, ".bin") == 0;
+    if (is_halo_entry(n) ||
+        ((n == "meta.json" || array) && f.is_regular_file(ec) && !f.is_symlink(ec)))
+      continue;
+    return (shown / n).string();
+  }
+  return {};
+}
+
+// The newest committed epoch of a rank folder (its epoch-E folders), or -1; *foreign gets the
+// first entry that is not one (or lies inside one).
+int newest_in_rank(const fs::path& rank, const fs::path& shown, std::string* foreign) {
   int newest = -1;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(rank, ec)) {
+    const std::string n = e.path().filename().string();
+    if (is_halo_entry(n)) continue;
+    if (!is_epoch_name(n) || !real_folder(e)) {
+      if (foreign->empty()) *foreign = (shown / n).string();
+      continue;
+    }
+    if (foreign->empty()) *foreign = foreign_in_epoch(e.path(), shown / n);
+    if (fs::exists(e.path() / "meta.json", ec)) newest = std::max(newest, std::stoi(n.substr(6)));
+  }
+  return newest;
+}
+
+// The newest committed epoch under a run-R folder (any rank-r), or 0 for an emptied one (still an
+// earlier run's); *foreign gets the first entry that does not belong there.
+int newest_in_run(const fs::path& run, std::string* foreign) {
+  int newest = 0;
   std::error_code ec;
   for (const auto& r : fs::directory_iterator(run, ec)) {
     const std::string n = r.path().filename().string();
     if (is_halo_entry(n)) continue;
-    if (n.rfind("rank-", 0) != 0 || !r.is_directory(ec)) {
-      if (foreign->empty()) *foreign = (run.filename() / n).string();
+    const fs::path shown = run.filename() / n;
+    if (n.rfind("rank-", 0) != 0 || n.size() == 5 ||
+        n.find_first_not_of("0123456789", 5) != std::string::npos || !real_folder(r)) {
+      if (foreign->empty()) *foreign = shown.string();
       continue;
     }
-    for (int e : committed_epochs(r.path())) newest = std::max(newest, e);
+    newest = std::max(newest, newest_in_rank(r.path(), shown, foreign));
   }
-  return std::max(newest, 0);  // an (emptied) run folder is still an earlier run's
+  return newest;
 }
 
 FolderContents look_into(const fs::path& dir) {
@@ -92,14 +147,19 @@ FolderContents look_into(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
     if (is_halo_entry(n)) continue;
-    const bool folder = e.is_directory(ec);
-    if (folder && is_epoch_name(n))
-      c.newest = std::max(c.newest, std::stoi(n.substr(6)));
-    else if (folder && n.rfind("run-", 0) == 0 && n.size() > 4 &&
-             n.find_first_not_of("0123456789", 4) == std::string::npos)
+    const bool folder = real_folder(e);
+    if (folder && is_epoch_name(n)) {
+      if (c.foreign.empty()) c.foreign = foreign_in_epoch(e.path(), n);
+      if (fs::exists(e.path() / "meta.json", ec))
+        c.newest = std::max(c.newest, std::stoi(n.substr(6)));
+      else
+        c.newest = std::max(c.newest, 0);
+    } else if (folder && n.rfind("run-", 0) == 0 && n.size() > 4 &&
+               n.find_first_not_of("0123456789", 4) == std::string::npos) {
       c.newest = std::max(c.newest, newest_in_run(e.path(), &c.foreign));
-    else if (c.foreign.empty())
+    } else if (c.foreign.empty()) {
       c.foreign = n;
+    }
   }
   return c;
 }

@@ -8,6 +8,7 @@
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
 #include "halo/graph/staging.h"
+#include "halo/runtime/checkpoint.h"
 #include "halo/runtime/memory_model.h"
 #include "halo/runtime/trainer.h"
 
@@ -39,6 +40,8 @@ void check_train_outputs(const TrainOptions& opt, const std::filesystem::path& i
   if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {input});
   if (lead && !opt.predictions_out.empty()) resolve_file_output(opt.predictions_out, {input});
   if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {input});
+  check_outside_checkpoint(opt.log, "--log", opt.checkpoint);
+  check_outside_checkpoint(opt.predictions_out, "--predictions-out", opt.checkpoint);
 }
 
 DeviceChoice parse_device_choice(std::string_view s) {

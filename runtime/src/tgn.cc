@@ -504,6 +504,7 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   // the dataset (staging.h).
   if (lead && !opt.log.empty()) resolve_stream_output(opt.log, {dataset});
   if (!opt.checkpoint.empty()) check_output_folder(opt.checkpoint, {dataset});
+  check_outside_checkpoint(opt.log, "--log", opt.checkpoint);
   if (opt.threads > 0)
     omp_set_num_threads(opt.threads);
   else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS"))

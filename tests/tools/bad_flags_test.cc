@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -183,13 +182,33 @@ struct NumericFlag {
   std::string range;  // "[1, 1024]", "(0, 1000]", or "" when it has none
 };
 
+// Parsed by hand: GCC 12 warns falsely (-Wmaybe-uninitialized) inside std::regex under the
+// sanitizers' build, where warnings are errors.
 std::vector<NumericFlag> numeric_flags(const std::string& help) {
-  static const std::regex line(
-      R"(^\s+(?:-\w,)?(--[\w-]+)\s+(INT|UINT|FLOAT)(?::([\[(][^\])]*[\])]))?)");
+  const char* word = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
   std::vector<NumericFlag> out;
   std::istringstream in(help);
-  for (std::string l; std::getline(in, l);)
-    if (std::smatch m; std::regex_search(l, m, line)) out.push_back({m[1], m[2], m[3]});
+  for (std::string l; std::getline(in, l);) {
+    std::size_t at = l.find_first_not_of(" \t");
+    if (at == 0 || at == std::string::npos) continue;  // an option line is indented
+    if (l[at] == '-' && at + 3 < l.size() && l[at + 1] != '-' && l[at + 2] == ',') at += 3;
+    if (l.compare(at, 2, "--") != 0) continue;
+    const std::size_t end = l.find_first_not_of(word, at + 2);
+    if (end == std::string::npos || (l[end] != ' ' && l[end] != '\t')) continue;
+    const std::size_t type_at = l.find_first_not_of(" \t", end);
+    if (type_at == std::string::npos) continue;
+    std::string type;
+    for (const std::string t : {"UINT", "INT", "FLOAT"})
+      if (l.compare(type_at, t.size(), t) == 0) type = t;
+    if (type.empty()) continue;
+    const std::size_t after = type_at + type.size();
+    std::string range;
+    if (after + 1 < l.size() && l[after] == ':' && (l[after + 1] == '[' || l[after + 1] == '(')) {
+      const std::size_t close = l.find_first_of("])", after + 1);
+      if (close != std::string::npos) range = l.substr(after + 1, close - after);
+    }
+    out.push_back({l.substr(at, end - at), type, range});
+  }
   return out;
 }
 

@@ -322,6 +322,17 @@ TEST_F(BadSpecialInput, NamesWithControlBytesAreRefusedAndShownEscaped) {
   }
 }
 
+// The same for a key: its bytes are shown escaped, and a NUL in it does not cut the message
+// (what() is a C string).
+TEST_F(BadSpecialInput, AKeyWithANulIsShownWholeAndEscaped) {
+  TempDir t;
+  const fs::path ds = cora(t);
+  set_name(ds, "\"cora\", \"dee\\u0000p\": 1");
+  expect_every_command_refuses(ds, t, "key with NUL",
+                               {ds.string() + "/meta.json: \"dee\\x00p\": control bytes in "
+                                              "\"dee\\x00p\" (expected printable text)"});
+}
+
 // Class 4. Nothing halo writes holds such a name: convert refuses --name with one (exit 2) and
 // an OGB split folder named with one, and escapes a folder's name it takes as the dataset's,
 // which `info` then shows whole.

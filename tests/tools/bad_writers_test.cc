@@ -197,6 +197,24 @@ TEST_F(BadWriters, TwoPredictionFilesIntoOnePathCannotBothSucceed) {
   expect_no_staging(t.path());
 }
 
+// A writer that started first and commits last (a long training) still finds the output taken:
+// what it may replace is what was there when it started, not when its write began.
+TEST_F(BadWriters, AWriterThatStartedFirstAndCommitsLastFindsTheOutputTaken) {
+  TempDir t;
+  const fs::path out = t / "p.npy", log = t / "long.jsonl";
+  HeldWriter late(
+      t.path(), train("--epochs 400 --log " + log.string() + " --predictions-out " + out.string()));
+  for (int i = 0; i < 3000 && test::read_bytes(log).find("\"epoch\"") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // past its start-up checks
+  const Result first = halo(train("--epochs 1 --predictions-out " + out.string()));
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::string committed = test::read_bytes(out);
+  late.wait_staged(t.path());
+  expect_error(late.finish(), 2, {out.string(), "already exists"});
+  EXPECT_EQ(test::read_bytes(out), committed);
+  expect_no_staging(t.path());
+}
+
 // ---- names -------------------------------------------------------------------------------------
 
 // Any name the file system takes is an output name: a 250-byte folder name (its staging entry
@@ -273,6 +291,34 @@ TEST_F(BadWriters, AFolderOfOtherFilesIsNoCheckpointFolder) {
                  {ck.string(), "cat.jpg", "not a halo checkpoint"});
   EXPECT_EQ(listing(ck), std::set<std::string>{"cat.jpg"});
   expect_error(halo(tgn("--epochs 1 --checkpoint " + ck.string())), 2, {"cat.jpg"});
+  // Nor is a folder whose checkpoints hold files halo did not write (deeper down), or a file
+  // named like an epoch: refused with or without --force, and left as they are.
+  for (const std::string foreign : {"run-0/rank-0/epoch-2/notes.txt", "run-0/rank-0/epoch-3"}) {
+    const fs::path ck2 = t / "ck2";
+    fs::remove_all(ck2);
+    ASSERT_EQ(halo(train("--epochs 2 --checkpoint " + ck2.string())).code, 0);
+    test::write_text(ck2 / foreign, "mine");
+    const std::set<std::string> before = listing(ck2);
+    for (const char* more : {"", " --force", " --resume"})
+      expect_error(halo(train("--epochs 3 --checkpoint " + ck2.string() + std::string(more))), 2,
+                   {ck2.string(), foreign, "not a halo checkpoint"});
+    EXPECT_EQ(listing(ck2), before);
+  }
+  // A file given as the folder is named as what it is.
+  test::write_text(t / "old.npy", "x");
+  expect_error(halo(train("--epochs 1 --checkpoint " + (t / "old.npy").string())), 2,
+               {"old.npy: is a regular file, not a folder"});
+  // Outputs inside the checkpoint folder would make it a foreign one: refused before any work.
+  ASSERT_EQ(halo(train("--epochs 1 --checkpoint " + (t / "ck3").string())).code, 0);
+  expect_error(halo(train("--epochs 2 --resume --checkpoint " + (t / "ck3").string() + " --log " +
+                          (t / "ck3" / "notes.log").string())),
+               2, {"--log", "inside the checkpoint folder"});
+  expect_error(halo(train("--epochs 2 --resume --checkpoint " + (t / "ck3").string() +
+                          " --predictions-out " + (t / "ck3" / "run-0" / "p.npy").string())),
+               2, {"--predictions-out", "inside the checkpoint folder"});
+  // An empty value never silently turns an output off.
+  for (const char* flag : {"--checkpoint", "--log", "--predictions-out"})
+    expect_error(halo(train("--epochs 1 " + std::string(flag) + " ''")), 2, {flag, "empty string"});
   // A run that fails after its claim (no such split) leaves no new folder behind.
   const fs::path fresh = t / "fresh";
   expect_error(halo(train("--epochs 1 --split nosuch --checkpoint " + fresh.string())), 2,
@@ -352,6 +398,23 @@ TEST_F(BadWriters, AResumeTakesTheNewestEpochOfItsOwnOptions) {
 }
 
 // ---- special files --------------------------------------------------------------------------
+
+// A log FIFO whose reader goes away mid-run ends the run in one line (EPIPE), not by a silent
+// SIGPIPE, and the checkpoint folder's lock goes with it.
+TEST_F(BadWriters, ALogFifoWhoseReaderLeavesEndsTheRunInOneLine) {
+  TempDir t;
+  const fs::path fifo = t / "log.fifo", ck = t / "ck";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const test::Run r = test::shell_redirected(
+      "(head -c 10 " + fifo.string() + " >/dev/null &); timeout 60 " + halo_bin() + " " +
+          train("--epochs 200 --log " + fifo.string() + " --checkpoint " + ck.string()),
+      " >/dev/null 2>" + (t / "err.txt").string());
+  const std::string err = test::read_bytes(t / "err.txt");
+  EXPECT_EQ(r.code, 1) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find(fifo.string() + ": write failed"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(ck / ".halo-lock-rank-0"));
+}
 
 // A log FIFO that nobody reads is refused at once (it would block forever); one with a reader is
 // written.

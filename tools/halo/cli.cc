@@ -141,6 +141,15 @@ void check_number_flags(CLI::App& app) {
   for (CLI::Option* o : app.get_options()) {
     // The type before any validator's description ("INT:[1, 1024]").
     const std::string full = o->get_type_name(), type = full.substr(0, full.find(':'));
+    if (type == "TEXT" && !o->get_lnames().empty()) {
+      // `--log ''` would silently mean no log: an empty value is never what a flag wants.
+      o->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            return s.empty() ? "expected a value, found an empty string" : std::string();
+          },
+          "", "nonempty"));
+      continue;
+    }
     if (type != "FLOAT" && type != "INT" && type != "UINT") continue;
     // Every number has a documented range (shown in --help): without one a typo would be an
     // allocation, a run of years or a value a library rejects with its own words.

@@ -46,6 +46,11 @@ class CheckpointClaim {
   bool created_ = false;
 };
 
+// Throws ParamError when output `out` (given by `flag`) would lie inside checkpoint folder
+// `checkpoint`, which holds checkpoints only (a file there would make the folder a foreign one).
+void check_outside_checkpoint(const std::filesystem::path& out, const std::string& flag,
+                              const std::filesystem::path& checkpoint);
+
 // dir/epoch-E: the folder of one epoch's checkpoint.
 std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
 // The epochs committed in dir (their meta.json exists), ascending; none if dir does not exist.
