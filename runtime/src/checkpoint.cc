@@ -90,15 +90,15 @@ bool real_folder(const fs::directory_entry& e) {
 }
 
 // The first entry of an epoch folder that halo did not write there (meta.json and .bin arrays
-// only), as a path under `shown`; empty when there is none.
+// only), as a path under `shown`; empty when there is none. By name: a meta.json that is not a
+// regular file is its reader's to name ("is a FIFO"), not a foreign file. By name: a meta.json that
+// is not a regular file is its reader's to name ("is a FIFO"), not a foreign file.
 std::string foreign_in_epoch(const fs::path& epoch, const fs::path& shown) {
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(epoch, ec)) {
     const std::string n = f.path().filename().string();
     const bool array = n.size() > 4 && n.compare(n.size() - 4, 4, ".bin") == 0;
-    if (is_halo_entry(n) ||
-        ((n == "meta.json" || array) && f.is_regular_file(ec) && !f.is_symlink(ec)))
-      continue;
+    if (is_halo_entry(n) || n == "meta.json" || array) continue;
     return (shown / n).string();
   }
   return {};
