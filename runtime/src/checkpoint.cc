@@ -67,6 +67,7 @@ namespace {
 // none), and the first entry that is neither those, a lock nor a staging entry.
 struct FolderContents {
   int newest = -1;
+  bool full_graph = false, tgn = false;  // which trainer's layout it holds (run-R/, epoch-E/)
   std::string foreign;
 };
 
@@ -149,6 +150,7 @@ FolderContents look_into(const fs::path& dir) {
     if (is_halo_entry(n)) continue;
     const bool folder = real_folder(e);
     if (folder && is_epoch_name(n)) {
+      c.tgn = true;
       if (c.foreign.empty()) c.foreign = foreign_in_epoch(e.path(), n);
       if (fs::exists(e.path() / "meta.json", ec))
         c.newest = std::max(c.newest, std::stoi(n.substr(6)));
@@ -156,6 +158,7 @@ FolderContents look_into(const fs::path& dir) {
         c.newest = std::max(c.newest, 0);
     } else if (folder && n.rfind("run-", 0) == 0 && n.size() > 4 &&
                n.find_first_not_of("0123456789", 4) == std::string::npos) {
+      c.full_graph = true;
       c.newest = std::max(c.newest, newest_in_run(e.path(), &c.foreign));
     } else if (c.foreign.empty()) {
       c.foreign = n;
@@ -203,7 +206,8 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
   const fs::path& dir = dir_;
   const bool mine = every_rank || comm.rank() == 0;
   // What this rank found: [another training holds it, something foreign, newest epoch + 1].
-  std::int64_t seen[3] = {0, 0, 0};
+  // [4]: the other trainer's layout (run-R/ for TGN, epoch-E/ for the full-graph trainer).
+  std::int64_t seen[4] = {0, 0, 0, 0};
   FolderContents c;
   std::string failure;  // a system error on this rank (cannot create the folder or the lock)
   if (mine) {
@@ -238,6 +242,7 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
         c = look_into(dir);
         seen[1] = c.foreign.empty() ? 0 : 1;
         seen[2] = c.newest + 1;
+        seen[3] = (every_rank ? c.tgn : c.full_graph) ? 1 : 0;
       }
     } catch (const Error& e) {
       failure = e.what();
@@ -249,7 +254,7 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
     if (!failure.empty()) throw SystemError(failure);
     throw SystemError(dir.string() + ": another rank could not take the checkpoint folder");
   }
-  comm.allreduce(seen, 3, ReduceOp::kMax);
+  comm.allreduce(seen, 4, ReduceOp::kMax);
   if (seen[0])
     throw ParamError(dir.string() +
                      ": another halo training is using this checkpoint folder; wait for it to "
@@ -259,6 +264,13 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
                      (c.foreign.empty() ? std::string("files (on another rank's machine)")
                                         : "'" + c.foreign + "'") +
                      ", which is not a halo checkpoint; give an empty or new folder");
+  // The other trainer's checkpoint can be replaced, never resumed: say so rather than advise
+  // --resume, which would then find no checkpoint of its own.
+  const std::string other = every_rank ? "halo tgn train" : "halo train";
+  if (seen[3] && (resume || !force))
+    throw ParamError(dir.string() + ": holds a checkpoint of " + other + " (epoch " +
+                     std::to_string(seen[2] - 1) + "), which this command cannot resume; " +
+                     "pass --force (without --resume) to replace it, or choose another folder");
   if (resume || seen[2] == 0) return;
   if (!force)
     throw ParamError(dir.string() + ": holds the checkpoint of an earlier run (epoch " +

@@ -278,6 +278,18 @@ TEST_F(BadWriters, AFreshTgnRunRefusesAnEarlierRunsCheckpoint) {
   ASSERT_EQ(halo(tgn("--epochs 1 --force --checkpoint " + ck.string())).code, 0);
   EXPECT_EQ(listing(ck).count("epoch-1"), 1u);
   EXPECT_EQ(listing(ck).count("epoch-2"), 0u);
+  // The other trainer's checkpoint is never advised to be resumed: each way, with and without
+  // --resume, the line says whose it is and that only --force replaces it.
+  const fs::path gcn = t / "gcn";
+  ASSERT_EQ(halo(train("--epochs 2 --checkpoint " + gcn.string())).code, 0);
+  for (const char* more : {"", " --resume"}) {
+    expect_error(halo(tgn("--epochs 1 --checkpoint " + gcn.string() + std::string(more))), 2,
+                 {"a checkpoint of halo train", "cannot resume", "--force"});
+    expect_error(halo(train("--epochs 3 --checkpoint " + ck.string() + std::string(more))), 2,
+                 {"a checkpoint of halo tgn train", "cannot resume", "--force"});
+  }
+  ASSERT_EQ(halo(tgn("--epochs 1 --force --checkpoint " + gcn.string())).code, 0);
+  EXPECT_EQ(listing(gcn).count("run-0"), 0u);
 }
 
 // A folder with anything but halo checkpoints in it is refused, --force or not, and left alone;

@@ -28,7 +28,9 @@ class CheckpointClaim {
   // ranks when every_rank, rank 0 alone otherwise), then agrees across ranks on what the folder
   // holds. ParamError, the same on every rank, when another training holds it; when it holds
   // something that is not a halo checkpoint; or, for a fresh run (!resume), when it holds an
-  // earlier run's checkpoint, unless force, which removes that checkpoint first.
+  // earlier run's checkpoint, unless force, which removes that checkpoint first; and, resuming or
+  // not, when it holds the other trainer's checkpoint (every_rank: the full-graph trainer's
+  // layout, DIR/run-R/rank-r/; else TGN's, DIR/epoch-E/), which only force replaces.
   CheckpointClaim(Communicator& comm, const std::filesystem::path& dir, bool resume, bool force,
                   bool every_rank);
   // Drops the lock and removes its file, and the folder if this claim created it and nothing was
