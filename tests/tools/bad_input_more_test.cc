@@ -234,7 +234,10 @@ TEST_F(BadSpecialInput, AFifoInACheckpointIsRefusedAtOnce) {
   const std::string uci = (t / "uci").string(), ck = (t / "ck").string();
   for (const std::string& step :
        {"convert " + test::bundled("uci-messages/graph.txt").string() + " -o " + uci,
-        "tgn train " + uci + " --epochs 1 --checkpoint " + ck + " -q"}) {
+        // A short epoch: the test is about the resume, and a whole UCI epoch under the
+        // sanitizers takes tens of seconds.
+        "tgn train " + uci + " --epochs 1 --max-train-events 400 --skip-eval --checkpoint " + ck +
+            " -q"}) {
     const Result r = run(step, t.path());
     ASSERT_EQ(r.code, 0) << step << ": " << r.err;
   }
@@ -243,7 +246,9 @@ TEST_F(BadSpecialInput, AFifoInACheckpointIsRefusedAtOnce) {
   fs::remove(meta);
   ASSERT_EQ(mkfifo(meta.c_str(), 0600), 0);
   expect_refused(
-      run("tgn train " + uci + " --epochs 2 --checkpoint " + ck + " --resume -q", t.path()),
+      run("tgn train " + uci + " --epochs 2 --max-train-events 400 --skip-eval --checkpoint " + ck +
+              " --resume -q",
+          t.path()),
       "FIFO checkpoint meta.json",
       {meta.string() + ": is a FIFO (named pipe), expected a regular file"});
 }
