@@ -12,6 +12,7 @@
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/staging.h"
 
 namespace halo {
@@ -52,6 +53,15 @@ std::vector<int> committed_epochs(const fs::path& dir) {
 void remove_epochs_before(const fs::path& dir, int epoch) {
   for (int e : committed_epochs(dir))
     if (e < epoch) remove_committed_dir(epoch_dir(dir, e), "cannot remove an old checkpoint epoch");
+}
+
+bool epoch_may_be_of(const fs::path& dir, const nlohmann::json& key) {
+  nlohmann::json meta;
+  try {
+    meta = read_json_file(dir / "meta.json");
+  } catch (const Error&) {
+  }
+  return !meta.is_object() || !meta.contains("key") || meta.at("key") == key;
 }
 
 void remove_epochs_but(const fs::path& dir, int epoch) {

@@ -168,19 +168,11 @@ bool load_tgn_checkpoint(Communicator& comm, const fs::path& dir, const std::vec
     std::vector<int> epochs = committed_epochs(dir);
     // The newest epoch of these options: a newer one of another run, left where this one was
     // resumed, is passed over; with none of these options the newest says what differs.
-    for (std::size_t i = epochs.size(); i-- > 0;) {
-      // Through the shared opener: a FIFO must not block, a deep key not recurse in ==. One
-      // that cannot be read is taken: read_meta below then says why, in one line.
-      json m;
-      try {
-        m = read_json_file(epoch_dir(dir, epochs[i]) / "meta.json");
-      } catch (const Error&) {
-      }
-      if (!m.is_object() || !m.contains("key") || m.at("key") == key) {
+    for (std::size_t i = epochs.size(); i-- > 0;)
+      if (epoch_may_be_of(epoch_dir(dir, epochs[i]), key)) {
         epochs.resize(i + 1);
         break;
       }
-    }
     if (!epochs.empty()) {
       const fs::path e = epoch_dir(dir, epochs.back());
       json meta = read_meta(e, "halo-tgn-checkpoint", 1);

@@ -312,18 +312,6 @@ void set_model_values(Model& model, const std::vector<float>& v) {
 fs::path run_dir(const fs::path& ckpt, int run) { return ckpt / ("run-" + std::to_string(run)); }
 
 namespace {
-// Whether the checkpoint in dir may be of the trajectory `key`: its meta.json's key equals it, or
-// the meta cannot be read (then loading it reports why, rather than an older epoch being taken
-// silently).
-bool may_be_of(const fs::path& dir, const json& key) {
-  json meta;
-  try {
-    meta = read_json_file(dir / "meta.json");
-  } catch (const Error&) {
-  }
-  return !meta.is_object() || !meta.contains("key") || meta.at("key") == key;
-}
-
 // The newest epoch (of trajectory *key, when given) any rank sees and its lowest holder.
 NewestCheckpoint newest_of(Communicator& comm, const fs::path& run, const json* key) {
   const int rank = comm.rank();
@@ -337,7 +325,7 @@ NewestCheckpoint newest_of(Communicator& comm, const fs::path& run, const json* 
     std::vector<int> epochs = committed_epochs(e.path());
     // A rank folder may also hold a newer epoch of another run (a node that kept an older
     // job's folder): the newest of this trajectory is the one to continue.
-    while (key && !epochs.empty() && !may_be_of(epoch_dir(e.path(), epochs.back()), *key))
+    while (key && !epochs.empty() && !epoch_may_be_of(epoch_dir(e.path(), epochs.back()), *key))
       epochs.pop_back();
     if (epochs.empty() || epochs.back() < newest) continue;
     // Copies of one epoch hold the same state; prefer this rank's own, then the lowest rank's.

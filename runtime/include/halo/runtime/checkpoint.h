@@ -57,6 +57,10 @@ void check_outside_checkpoint(const std::filesystem::path& out, const std::strin
 std::filesystem::path epoch_dir(const std::filesystem::path& dir, int epoch);
 // The epochs committed in dir (their meta.json exists), ascending; none if dir does not exist.
 std::vector<int> committed_epochs(const std::filesystem::path& dir);
+// Whether the epoch folder `dir` may hold a checkpoint of trajectory `key`: its meta.json's key
+// equals it, or the meta cannot be read (loading it then says why, rather than an older epoch
+// being taken silently). Read through the input rules: a FIFO never blocks.
+bool epoch_may_be_of(const std::filesystem::path& dir, const nlohmann::json& key);
 // Removes every epoch directory older than `epoch`; SystemError naming one that cannot be.
 void remove_epochs_before(const std::filesystem::path& dir, int epoch);
 // Removes every epoch directory but `epoch`'s: the older ones this run superseded and any newer
