@@ -212,6 +212,51 @@ CheckpointClaim::CheckpointClaim(Communicator& comm, const fs::path& dir, bool r
   }
 }
 
+bool CheckpointClaim::lock(int rank) {
+  std::error_code ec;
+  created_ = !fs::exists(fs::symlink_status(dir_, ec));
+  fs::create_directories(dir_, ec);
+  if (ec) throw SystemError(dir_.string() + ": cannot create folder: " + ec.message());
+  lock_ = dir_ / (".halo-lock-rank-" + std::to_string(rank));
+  for (int tries = 0; tries < 8; ++tries) {
+    const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) throw_system(lock_, "cannot create the checkpoint folder's lock");
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return false;
+    }
+    // The holder before us may have removed the file after we opened it: a lock on a removed
+    // file holds nothing, so take the one now at the path.
+    struct stat held {
+    }, now{};
+    if (::fstat(fd, &held) == 0 && ::stat(lock_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      fd_ = fd;
+      const std::string who = std::to_string(getpid()) + "\n";
+      (void)::ftruncate(fd_, 0);
+      (void)::pwrite(fd_, who.data(), who.size(), 0);
+      return true;
+    }
+    ::close(fd);
+  }
+  throw SystemError(lock_.string() + ": the checkpoint folder's lock kept being replaced");
+}
+
+void CheckpointClaim::clear(Communicator& comm, bool mine) {
+  std::string failure;
+  std::int64_t cleared = 0;
+  try {
+    if (mine) clear_checkpoints(dir_);
+  } catch (const Error& e) {
+    failure = e.what();
+    cleared = 1;
+  }
+  comm.allreduce(&cleared, 1, ReduceOp::kMax);  // no rank writes before every rank has cleared
+  if (cleared)
+    throw SystemError(failure.empty() ? dir_.string() + ": another rank could not clear it"
+                                      : failure);
+}
+
 void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool every_rank) {
   const fs::path& dir = dir_;
   const bool mine = every_rank || comm.rank() == 0;
@@ -222,33 +267,8 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
   std::string failure;  // a system error on this rank (cannot create the folder or the lock)
   if (mine) {
     try {
-      std::error_code ec;
-      created_ = !fs::exists(fs::symlink_status(dir, ec));
-      fs::create_directories(dir, ec);
-      if (ec) throw SystemError(dir.string() + ": cannot create folder: " + ec.message());
-      lock_ = dir / (".halo-lock-rank-" + std::to_string(comm.rank()));
-      for (int tries = 0; tries < 8 && fd_ < 0 && seen[0] == 0; ++tries) {
-        const int fd = ::open(lock_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0) throw_system(lock_, "cannot create the checkpoint folder's lock");
-        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-          ::close(fd);
-          seen[0] = 1;
-          break;
-        }
-        // The holder before us may have removed the file after we opened it: a lock on a removed
-        // file holds nothing, so take the one now at the path.
-        struct stat held {
-        }, now{};
-        if (::fstat(fd, &held) == 0 && ::stat(lock_.c_str(), &now) == 0 &&
-            held.st_ino == now.st_ino && held.st_dev == now.st_dev)
-          fd_ = fd;
-        else
-          ::close(fd);
-      }
+      seen[0] = lock(comm.rank()) ? 0 : 1;
       if (fd_ >= 0) {
-        const std::string who = std::to_string(getpid()) + "\n";
-        (void)::ftruncate(fd_, 0);
-        (void)::pwrite(fd_, who.data(), who.size(), 0);
         c = look_into(dir);
         seen[1] = c.foreign.empty() ? 0 : 1;
         seen[2] = c.newest + 1;
@@ -287,17 +307,7 @@ void CheckpointClaim::claim(Communicator& comm, bool resume, bool force, bool ev
                      std::to_string(seen[2] - 1) +
                      "); pass --resume to continue it or --force to replace it, or choose "
                      "another folder");
-  std::int64_t cleared = 0;
-  try {
-    if (mine) clear_checkpoints(dir);
-  } catch (const Error& e) {
-    failure = e.what();
-    cleared = 1;
-  }
-  comm.allreduce(&cleared, 1, ReduceOp::kMax);  // no rank writes before every rank has cleared
-  if (cleared)
-    throw SystemError(failure.empty() ? dir.string() + ": another rank could not clear it"
-                                      : failure);
+  clear(comm, mine);
 }
 
 CheckpointClaim::~CheckpointClaim() { release(); }

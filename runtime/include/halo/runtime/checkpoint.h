@@ -41,6 +41,11 @@ class CheckpointClaim {
 
  private:
   void claim(Communicator& comm, bool resume, bool force, bool every_rank);
+  // Creates the folder if absent and takes this rank's lock in it; false when another process
+  // holds it.
+  bool lock(int rank);
+  // --force: every writing rank removes the earlier run's checkpoint it sees. Collective.
+  void clear(Communicator& comm, bool mine);
   void release();
 
   std::filesystem::path dir_, lock_;
