@@ -660,44 +660,148 @@ void check_threads(int threads, const std::string& flag) {
   verified.store(count);
 }
 
-const char* TgnMemoryEstimate::largest() const {
-  if (weights >= node_state && weights >= batch) return "weights";
-  return node_state >= batch ? "node state" : "batch buffers";
+std::int64_t TgnMemoryEstimate::total() const {
+  std::int64_t sum = 0;
+  for (const auto& [name, bytes] : terms())
+    sum = bytes > std::numeric_limits<std::int64_t>::max() - sum
+              ? std::numeric_limits<std::int64_t>::max()
+              : sum + bytes;
+  return sum;
 }
 
-TgnMemoryEstimate estimate_tgn_memory(std::int64_t nodes, std::int64_t edge_dim,
-                                      const TgnOptions& o, int ranks) {
+std::vector<std::pair<std::string, std::int64_t>> TgnMemoryEstimate::terms() const {
+  return {{"stream", stream},    {"indexes", indexes}, {"node state", node_state},
+          {"weights", weights},  {"batch", batch},     {"evaluation", evaluation},
+          {"overhead", overhead}};
+}
+
+const char* TgnMemoryEstimate::largest() const {
+  const std::pair<const char*, std::int64_t> named[] = {
+      {"weights", weights}, {"node state", node_state}, {"batch buffers", batch},
+      {"stream", stream},   {"indexes", indexes},       {"evaluation", evaluation}};
+  const auto* top =
+      std::max_element(std::begin(named), std::end(named),
+                       [](const auto& x, const auto& y) { return x.second < y.second; });
+  return top->first;
+}
+
+TgnStreamShape tgn_stream_shape(std::int64_t nodes, std::int64_t events, std::int64_t edge_dim) {
+  TgnStreamShape s;
+  s.nodes = nodes;
+  s.events = events;
+  s.edge_dim = edge_dim;
+  s.train_events = events * 70 / 100;
+  s.valid_events = events * 85 / 100 - s.train_events;
+  s.test_events = events - s.train_events - s.valid_events;
+  return s;
+}
+
+namespace {
+
+// The process's own resident memory in a TGN run: code, libraries, OpenMP's and OpenBLAS's
+// per-thread buffers. Measured: peak RSS less the modelled terms of `halo tgn train UCI --model
+// jodie --skip-eval --epochs 1` (the terms 21.6 MiB, the peak 30.2 MiB at 1 and 2 threads; AMD
+// EPYC, 2026-12-07).
+constexpr double kTgnProcessBytes = 10.0 * (1 << 20);
+constexpr double kTgnMpiBytes = 9.0 * (1 << 20);  // under mpirun (as halo train measures)
+
+// Bytes of one batch's buffers (gnn/src/temporal/tgn.cc, layers.cc): forward ones for q queries
+// (the larger of a training and an evaluation batch) and pairs scored pairs, backward ones for
+// a training batch of qt queries. Each line names the members it stands for.
+double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double events_t,
+                       double events_f, double negatives_f) {
+  const bool attention = o.embedding == TgnEmbedding::kAttention;
+  const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
+  const double z = attention ? double(o.embed_dim) : m, k = attention ? double(o.neighbors) : 0;
+  const double h = double(o.heads), dq = m + t, ds = de + t, in = 2 * m + de + t;
+  const double n = double(st.nodes);
+  // Pending nodes (updated by the GRU): both ends of the previous batch's events.
+  const double p = std::min(n, 2.0 * double(o.batch_size));
+  const double qf = events_f * (2 + negatives_f), sf = qf * k, uf = std::min(n, sf);
+  const double qt = 3 * events_t, svt = qt * k, ut = std::min(n, svt);
+  const double pairs_f = events_f * (1 + negatives_f);
+  double fwd = 0;
+  // Tgn: query nodes and times, the neighbour batch (node, event, time per slot; counts), the
+  // slot -> distinct-neighbour map and list, the gaps and their time codes (+ the encoder's
+  // copy of the gaps and its sines), the attention's inputs, embeddings, pairs, hidden, logits.
+  fwd += 12 * qf + 20 * sf + 4 * qf + 4 * sf + 4 * uf;
+  fwd += (8 + 4 * t) * (qf + sf + p) * 2;
+  fwd += 4 * (qf * dq + qf * m + uf * m + sf * ds);
+  fwd += 4 * (qf * z + pairs_f * 2 * z + pairs_f * z + pairs_f);
+  // The GRU: its input and previous memory, the updated memory, the cell's saved x, h, the two
+  // pre-activations (3m wide) and the three gates.
+  fwd += 4 * p * (in + m + m) + 4 * p * (in + m + 6 * m + 3 * m);
+  if (attention)  // TemporalAttention's forward: compact-row maps, saved inputs, projections
+    fwd += 12 * sf + 4 * (qf * dq + uf * m + sf * ds + qf * m) +
+           4 * (qf * dq + 2 * uf * dq + qf * dq + 2 * h * qf * ds + qf * dq + h * qf * k +
+                2 * qf * dq + qf * (dq + m) + qf * z);
+  // Backward (training batches): d(logits, hidden, pairs, embeddings), the time codes' and the
+  // GRU's gradients, and TemporalAttention's.
+  double bwd = 4 * (2 * events_t * (1 + z + 2 * z) + qt * z) + 4 * t * (qt + svt + p) +
+               4 * p * (m + in + m + 6 * m);
+  if (attention)
+    bwd += 4 * (qt * z + qt * (dq + m) + 4 * qt * dq + 2 * svt * dq + 2 * h * qt * ds) +
+           8 * h * qt + 4 * (2 * ut * dq + svt * ds + qt * dq + ut * m + qt * m);
+  return fwd + bwd;
+}
+
+}  // namespace
+
+TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions& o, int ranks) {
   // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
-  const double m = double(o.memory_dim), t = double(o.time_dim), de = double(edge_dim);
+  const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
+  const double n = double(st.nodes), e = double(st.events);
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double z = attention ? double(o.embed_dim) : m;  // embedding width
   // Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
   // TemporalAttention(dh = m, dq = m + t, dk = m + de + t, dout = z), built whatever the
-  // embedding; the predictor's MLP (2z -> z -> 1); the time encoding and projection.
+  // embedding; the predictor's MLP (2z -> z -> 1); the time encoding and projection. Every
+  // Param allocates value, gradient and both moments; the replicas' all-reduce buffer holds the
+  // trained gradients (tgn_replicas.h).
   const double gru = (2 * m + de + t) * 3 * m + m * 3 * m + 6 * m;
   const double dq = m + t, dk = m + de + t;
   const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + m) * z + z * z + 2 * z;
   const double pred = 2 * z * z + z + z + 1, small = 2 * t + 2 * m;
   const double params = gru + attn + pred + small;
   const double trained = params - (attention ? 0 : attn);
-  const double weights = 4.0 * (2 * params + 2 * trained);  // value, gradient; Adam m, v
-  const double node_state = 4.0 * double(nodes) * (3 * m + std::max(1.0, de));
-  // The widest batch: training embeds 3 queries per event (source, destination, a negative), an
-  // evaluation batch 2 + N; an exact-parallel rank its 1/ranks slice of the events.
-  const double events = std::ceil(double(o.batch_size) / double(std::max(1, ranks)));
-  const double per_event =
-      2 + double(o.skip_eval ? 1 : std::max<std::int64_t>(1, o.eval_negatives));
-  const double queries = events * std::max(3.0, per_event), k = double(o.neighbors);
-  const double per_query = attention ? 2 * m + 2 * t + k * (de + 2 * t) : 2 * m;
-  const double batch = 4.0 * queries * per_query;
-  const auto clamp = [](double b) {
-    return b >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(b);
+  const double weights = 16.0 * params + 4.0 * (trained + 1);
+  // The dataset's arrays (read whole: src, dst, time, features, others); the temporal indexes
+  // (sampler.h: offsets, and per entry neighbour, event and time, two entries per event) of the
+  // training events and of every event, each sampler's per-node pointer; the split's train_keep
+  // and inductive flags per event and new-node flags per node; the training event ids.
+  const double train = double(st.train_events);
+  const double stream = e * (16 + 4 * de + double(st.other_event_bytes));
+  const double indexes =
+      (8 * (n + 1) + 40 * train) + (8 * (n + 1) + 40 * e) + 16 * n + (2 * e + n) + 8 * train;
+  // NodeMemory: rows, last update; MessageStore: self, other, edge, time, flag, count (and the
+  // mean aggregator's per-node time lists); Tgn: pending_row_, neighbor_row_.
+  const double mean_lists = o.aggregator == TgnAggregator::kMean ? 24 * n : 0;
+  const double node_state =
+      n * (4 * m + 8) + n * (8 * m + 4 * std::max(1.0, de) + 8 + 1 + 4) + mean_lists + 8 * n;
+  // A rank's events per batch: its slice (exact) or whole batches (segments, one process).
+  const double b = double(o.batch_size);
+  const double per_rank = o.parallel == TgnParallel::kSegments || ranks <= 1
+                              ? b
+                              : std::ceil(b / double(std::max(1, ranks)));
+  const double negatives_f = o.skip_eval ? 1 : double(std::max<std::int64_t>(1, o.eval_negatives));
+  const double batch = tgn_batch_bytes(st, o, per_rank, per_rank, negatives_f);
+  // Evaluation: the validation Scores kept while the test range is scored (per event a positive
+  // and a negative score and label, again for new-node events), the test range's records (event,
+  // scores, reciprocal rank) and its Scores.
+  const double v = double(st.valid_events), te = double(st.test_events);
+  const double evaluation = o.skip_eval ? 0 : 32 * v + 24 * te + 32 * te;
+  const auto clamp = [](double x) {
+    return x >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(x);
   };
-  TgnMemoryEstimate e;
-  e.weights = clamp(weights);
-  e.node_state = clamp(node_state);
-  e.batch = clamp(batch);
-  return e;
+  TgnMemoryEstimate est;
+  est.stream = clamp(stream);
+  est.indexes = clamp(indexes);
+  est.node_state = clamp(node_state);
+  est.weights = clamp(weights);
+  est.batch = clamp(batch);
+  est.evaluation = clamp(evaluation);
+  est.overhead = clamp(kTgnProcessBytes + (ranks > 1 ? kTgnMpiBytes : 0));
+  return est;
 }
 
 std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, std::int64_t nodes,
@@ -713,19 +817,23 @@ std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, 
     return dataset + ": the node state of " + std::to_string(nodes) + " nodes x --memory-dim " +
            std::to_string(o.memory_dim) + " needs about " +
            format_bytes(std::uint64_t(e.node_state)) + "; lower --memory-dim";
+  if (largest == "stream" || largest == "indexes" || largest == "evaluation")
+    return dataset + ": the events, their temporal indexes and evaluation scores need about " +
+           format_bytes(std::uint64_t(e.stream + e.indexes + e.evaluation)) +
+           "; train on a machine with more memory";
   return "--batch-size " + std::to_string(o.batch_size) + " --eval-negatives " +
          std::to_string(o.eval_negatives) + " --neighbors " + std::to_string(o.neighbors) +
          ": one batch's buffers need about " + format_bytes(std::uint64_t(e.batch)) +
          "; lower --batch-size or --eval-negatives";
 }
 
-void refuse_impossible_tgn_memory(std::int64_t nodes, std::int64_t edge_dim, const TgnOptions& o,
-                                  int ranks, const std::string& dataset) {
+void refuse_impossible_tgn_memory(const TgnStreamShape& stream, const TgnOptions& o, int ranks,
+                                  const std::string& dataset) {
   if (const char* v = std::getenv("HALO_MEMORY_CHECK"); v && std::string(v) == "0") return;
-  const TgnMemoryEstimate e = estimate_tgn_memory(nodes, edge_dim, o, ranks);
+  const TgnMemoryEstimate e = estimate_tgn_memory(stream, o, ranks);
   const AvailableMemory avail = available_memory();
   if (avail.bytes <= 0 || double(e.total()) <= 2.0 * double(avail.bytes)) return;
-  std::string line = tgn_memory_message(e, o, nodes, dataset);
+  std::string line = tgn_memory_message(e, o, stream.nodes, dataset);
   const std::size_t advice = line.rfind("; ");
   throw ParamError(line.substr(0, advice) + " (in all about " +
                    format_bytes(std::uint64_t(e.total())) + "), but only " +

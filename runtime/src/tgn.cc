@@ -236,6 +236,19 @@ TgnSummary run_edgebank(const Stream& s, const TemporalSplit& split, const TgnOp
   return sum;
 }
 
+// The sizes the memory model needs: the stream's, and the training events its split keeps.
+TgnStreamShape stream_shape(const TemporalDataset& d, const TemporalSplit& split) {
+  TgnStreamShape sh;
+  sh.nodes = d.num_nodes;
+  sh.events = d.num_events();
+  sh.edge_dim = d.edge_feature_dim;
+  sh.train_events = std::count(split.train_keep.begin(), split.train_keep.end(), std::uint8_t(1));
+  sh.valid_events = split.valid_end - split.train_end;
+  sh.test_events = sh.events - split.valid_end;
+  sh.other_event_bytes = (d.weight.empty() ? 0 : 4) + (d.labels.empty() ? 0 : 4);
+  return sh;
+}
+
 // Training events: the chronological training range without events of held-out nodes, at most
 // --max-train-events of them.
 std::vector<std::int64_t> training_events(const TemporalSplit& split, const TgnOptions& opt) {
@@ -254,7 +267,8 @@ std::unique_ptr<TgnReplicas> build_model(const Stream& s, const TgnOptions& opt,
   try {
     return std::make_unique<TgnReplicas>(s, opt, &comm);
   } catch (const std::bad_alloc&) {  // weights, or the node state: memory, two message tables
-    const TgnMemoryEstimate e = estimate_tgn_memory(s.nodes, s.de, opt, comm.size());
+    const TgnMemoryEstimate e =
+        estimate_tgn_memory(tgn_stream_shape(s.nodes, s.events, s.de), opt, comm.size());
     throw SystemError("out of memory allocating the model: " +
                       tgn_memory_message(e, opt, s.nodes, dataset));
   }
@@ -507,12 +521,12 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
                      {{"dataset fingerprint", read_dataset_meta(dataset).value("fingerprint", "")}},
                      "every node must hold a copy of the same dataset", comm);
   const Stream s = stream_of(d);
-  // Before the model and the node state are allocated: a run that cannot fit is one line naming
-  // the allocation and the flags that size it.
-  if (opt.model != TgnModel::kEdgebank)  // EdgeBank has no model, memory or batch buffers
-    refuse_impossible_tgn_memory(s.nodes, s.de, opt, comm.size(), dataset.string());
   const TemporalSplit split =
       chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
+  // Before the indexes, the model and the node state are allocated: a run that cannot fit is one
+  // line naming the allocation and the flags that size it.
+  if (opt.model != TgnModel::kEdgebank)  // EdgeBank has no model, memory or batch buffers
+    refuse_impossible_tgn_memory(stream_shape(d, split), opt, comm.size(), dataset.string());
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
   check_split(dataset, s, split, split.train_end,
               opt.model == TgnModel::kEdgebank || !opt.skip_eval);
@@ -552,6 +566,21 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   log.write_line(sum.to_json().dump());
   log.close();
   return sum;
+}
+
+TgnMemoryEstimate predict_tgn_memory(const fs::path& dataset, const TgnOptions& options,
+                                     int ranks) {
+  const TgnOptions opt = resolved(options);
+  opt.check();
+  if (dataset_kind(dataset) != "temporal")
+    throw ParamError(
+        dataset.string() +
+        " is not a temporal dataset (convert an event file with --format konect|snap|jodie)");
+  const TemporalDataset d = read_temporal_dataset(dataset);
+  const Stream s = stream_of(d);
+  const TemporalSplit split =
+      chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
+  return estimate_tgn_memory(stream_shape(d, split), opt, ranks);
 }
 
 void write_tgn_split(const fs::path& dataset, const fs::path& out, std::uint64_t seed) {

@@ -11,6 +11,21 @@
 #include "halo/runtime/tgn.h"
 
 namespace halo::cli {
+namespace {
+
+// `halo tgn train ... --dry-run`: the memory model's terms for one rank of the run.
+void print_tgn_dry_run(const TgnMemoryEstimate& e, int ranks) {
+  std::printf(
+      "predicted peak memory of %s (halo tgn train, CPU backend; the model is in "
+      "docs/BENCHMARKS.md \"TGN memory model\"):\n",
+      ranks > 1 ? "each rank" : "the process");
+  for (const auto& [name, bytes] : e.terms())
+    std::printf("  %-11s %12.1f MiB\n", name.c_str(), double(bytes) / double(1 << 20));
+  std::printf("  %-11s %12.1f MiB (largest term: %s)\n", "peak",
+              double(e.total()) / double(1 << 20), e.largest());
+}
+
+}  // namespace
 
 Action add_tgn(CLI::App& app) {
   auto o = std::make_shared<TgnOptions>();
@@ -99,6 +114,10 @@ Action add_tgn(CLI::App& app) {
                 "Start a new run in a --checkpoint folder that holds an earlier run's checkpoint, "
                 "removing it");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
+  auto dry_run = std::make_shared<bool>(false);
+  cmd->add_flag("--dry-run", *dry_run,
+                "Print the predicted peak memory of a rank of this run, term by term, and exit "
+                "without training");
   // `halo tgn split`: what a peer needs to train and score on exactly halo's split.
   auto split_out = std::make_shared<std::string>();
   auto split_seed = std::make_shared<std::uint64_t>(0);
@@ -109,7 +128,7 @@ Action add_tgn(CLI::App& app) {
   split->add_option("--seed", *split_seed, "Seed (as halo tgn train --seed)")
       ->capture_default_str()
       ->check(uint_range(0, std::numeric_limits<std::uint64_t>::max()));
-  return [o, c, path, log, ck, split, split_out, split_seed] {
+  return [o, c, path, log, ck, split, split_out, split_seed, dry_run] {
     if (split->parsed()) {
       Stopwatch clock;
       require_dataset(*path);
@@ -126,6 +145,11 @@ Action add_tgn(CLI::App& app) {
     o->aggregator = parse_tgn_aggregator(c->aggregator);
     o->embedding = parse_tgn_embedding(c->embedding);
     o->neighbors_before = parse_tgn_neighbors_before(c->neighbors_before);
+    if (*dry_run) {  // every rank may compute it; one prints it
+      const TgnMemoryEstimate e = predict_tgn_memory(*path, *o, world().size());
+      if (world().rank() == 0) print_tgn_dry_run(e, world().size());
+      return 0;
+    }
     const TgnSummary s = train_tgn(*path, world(), *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
     if (o->skip_eval) {

@@ -5,8 +5,11 @@
 
 namespace halo {
 
+// Both resets zero the tables in place: a fresh Matrix assigned over the old one would hold both
+// while it is built (one more nodes x memory_dim table at the peak of every epoch's start).
 void NodeMemory::reset(const EventStream& events, std::int64_t memory_dim) {
-  rows = Matrix(events.nodes, memory_dim);
+  rows.resize(events.nodes, memory_dim);
+  rows.fill(0.f);
   last_update.assign(std::size_t(events.nodes), events.events ? events.time[0] : 0.0);
 }
 
@@ -16,9 +19,9 @@ void MessageStore::reset(const EventStream& events, std::int64_t memory_dim, boo
   count.assign(std::size_t(events.nodes), 0);
   times.assign(mean ? std::size_t(events.nodes) : 0, {});
   pending.clear();
-  self = Matrix(events.nodes, memory_dim);
-  other = Matrix(events.nodes, memory_dim);
-  edge = Matrix(events.nodes, std::max<std::int64_t>(events.de, 1));
+  for (Matrix* m : {&self, &other}) m->resize(events.nodes, memory_dim);
+  edge.resize(events.nodes, std::max<std::int64_t>(events.de, 1));
+  for (Matrix* m : {&self, &other, &edge}) m->fill(0.f);
   time.assign(std::size_t(events.nodes), 0.0);
 }
 

@@ -158,27 +158,57 @@ void check_threads(int threads, const std::string& flag);
 
 struct TgnOptions;
 
-// The host memory of `halo tgn train`, by the allocation it stands for: lower bounds taken from
-// the code that allocates (gnn/src/temporal), for naming what a run cannot hold, not a peak.
-struct TgnMemoryEstimate {
-  // Parameters (GRU, attention, link predictor, time encoding) with their gradients, and Adam's
-  // two moments for the trained ones: 4 floats each.
-  std::int64_t weights = 0;
-  // Per node: the memory row and the two stored message tables (memory, and edge features).
-  std::int64_t node_state = 0;
-  // One batch's buffers at their widest (an evaluation batch with --eval-negatives): per query
-  // (source, destination, negatives) its memory and time code, and per neighbour slot its
-  // features and time code.
-  std::int64_t batch = 0;
-  std::int64_t total() const { return weights + node_state + batch; }
-  // "weights", "node state" or "batch buffers": the largest term.
-  const char* largest() const;
+// What sizes a `halo tgn train` run's memory besides its options: the stream and its split.
+struct TgnStreamShape {
+  std::int64_t nodes = 0, events = 0, edge_dim = 0;
+  std::int64_t train_events = 0;  // training events used (held-out nodes' events left out)
+  std::int64_t valid_events = 0, test_events = 0;
+  std::int64_t other_event_bytes = 0;  // per event, the dataset's other arrays (weight, labels)
 };
 
-// The estimate for `nodes` nodes with `edge_dim` features per event, on one of `ranks` ranks
-// (an exact-parallel rank embeds its slice of each batch). Pure; sizes in double beyond int64.
-TgnMemoryEstimate estimate_tgn_memory(std::int64_t nodes, std::int64_t edge_dim,
-                                      const TgnOptions& opt, int ranks);
+// The peak resident memory of one rank of `halo tgn train` on the CPU, by the allocation each
+// term stands for, each derived from the code that allocates it (memory_model.cc names them)
+// plus one measured constant for the process; docs/BENCHMARKS.md "TGN memory model" has the
+// derivation and the measurements. Batch buffers are sized for the widest batch (every slot of
+// every query holding a neighbour, all distinct up to the node count), so a stream whose batches
+// reach fewer distinct neighbours lands below the prediction.
+struct TgnMemoryEstimate {
+  // The events, times, edge features and the dataset's other per-event arrays (mapped, read).
+  std::int64_t stream = 0;
+  // The two temporal indexes (training events, every event) and their samplers' pointers, the
+  // split's per-event and per-node flags and the training event list.
+  std::int64_t indexes = 0;
+  // Per node: the memory row and its last update, the stored messages (memory of both ends, edge
+  // features, time, count, flag; every message's time with --aggregator mean), the model's
+  // per-node row maps.
+  std::int64_t node_state = 0;
+  // Parameters (GRU, attention, link predictor, time encoding and projection), each with its
+  // gradient and Adam's two moments (4 floats each, every parameter), and the all-reduce buffer.
+  std::int64_t weights = 0;
+  // One batch's buffers at their widest, kept between batches: forward ones at the larger of a
+  // training and an evaluation batch (2 + --eval-negatives queries per event), backward ones at
+  // a training batch.
+  std::int64_t batch = 0;
+  // Evaluation's scores: every validation and test event's scores, labels and record.
+  std::int64_t evaluation = 0;
+  std::int64_t overhead = 0;  // the process: code, libraries, thread stacks (measured)
+  std::int64_t total() const;
+  // "weights", "node state", "batch buffers", "stream", "indexes" or "evaluation": the largest
+  // term the options or the dataset size.
+  const char* largest() const;
+  // (name, bytes) in the order above, for printing.
+  std::vector<std::pair<std::string, std::int64_t>> terms() const;
+};
+
+// The shape of a stream of `nodes` nodes and `events` events with `edge_dim` features each,
+// split as chronological_split does by time quantiles (70% / 85%), with every training event
+// used: for estimates made before the split is computed.
+TgnStreamShape tgn_stream_shape(std::int64_t nodes, std::int64_t events, std::int64_t edge_dim);
+
+// The estimate for one of `ranks` ranks (an exact-parallel rank embeds its slice of each batch,
+// a segmented one whole batches). Pure; sizes in double beyond int64 (clamped).
+TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& stream, const TgnOptions& opt,
+                                      int ranks);
 
 // The line that names what a TGN run of this estimate cannot hold: the flags that size its
 // largest term, the bytes, and what to lower ("--memory-dim 65536 ...: the model's weights need
@@ -189,8 +219,8 @@ std::string tgn_memory_message(const TgnMemoryEstimate& est, const TgnOptions& o
 // Refuses, before the model is built, a TGN run whose estimate exceeds twice what the process
 // can get (available_memory), as refuse_impossible_memory does for halo train: ParamError naming
 // the largest allocation and the flags behind it. HALO_MEMORY_CHECK=0 skips it.
-void refuse_impossible_tgn_memory(std::int64_t nodes, std::int64_t edge_dim, const TgnOptions& opt,
-                                  int ranks, const std::string& dataset);
+void refuse_impossible_tgn_memory(const TgnStreamShape& stream, const TgnOptions& opt, int ranks,
+                                  const std::string& dataset);
 
 // Every rank of a `halo train PATH` job and the model its options make.
 struct JobShape {

@@ -15,6 +15,7 @@
 
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/types.h"
+#include "halo/runtime/memory_model.h"
 
 namespace halo {
 
@@ -113,6 +114,11 @@ void write_tgn_split(const std::filesystem::path& dataset, const std::filesystem
 // on rank 0.
 TgnSummary train_tgn(const std::filesystem::path& dataset, Communicator& comm,
                      const TgnOptions& opt, std::ostream& out);
+
+// `halo tgn train --dry-run`: the memory model's estimate for one of `ranks` ranks of this run,
+// from the dataset's sizes and its split (reads the events; builds nothing of the model).
+TgnMemoryEstimate predict_tgn_memory(const std::filesystem::path& dataset, const TgnOptions& opt,
+                                     int ranks);
 
 // For the leakage test: trains on batches 0 .. batch-1 of the stream (arrays of one time-sorted
 // event list), then returns the positive scores of the events of batch `batch`.
