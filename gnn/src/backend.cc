@@ -13,6 +13,7 @@
 
 #include "halo/gnn/attention.h"
 #include "halo/gnn/op_profile.h"
+#include "halo/gnn/tgat_view.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -445,6 +446,150 @@ void Backend::elu_backward(const MatrixView& Y, const MatrixView& dY, float y_sc
   timed(*this, "elu_backward", [&] { do_elu_backward(Y, dY, y_scale); });
 }
 
+namespace {
+
+// A temporal-attention op's shape rule (ok), reported with its operands when it fails.
+void check_tgat(const char* op, std::initializer_list<Operand> operands, bool ok,
+                const char* rule) {
+  if (!ok) shape_error(op, rule, operands);
+}
+
+// Every output apart from every other view listed (inputs and the other outputs).
+void check_apart(const char* op,
+                 std::initializer_list<std::pair<const char*, const MatrixView*>> outs,
+                 std::initializer_list<std::pair<const char*, const MatrixView*>> all) {
+  for (const auto& [no, o] : outs)
+    for (const auto& [na, a] : all)
+      if (o != a && overlap(*o, *a))
+        shape_error(op, "outputs apart from every other operand",
+                    {operand(no, *o), operand(na, *a)});
+}
+
+// The TgatView's own shapes: B x dq queries in heads, U x dq node parts, S x ds slots, P
+// (heads * B) x ds; all in the backend's memory.
+void check_tgat_view(const Backend& be, const char* op, const TgatView& v) {
+  check_devices(be, op,
+                {{"Q", &v.Q}, {"P", &v.P}, {"Kn", &v.Kn}, {"Vn", &v.Vn}, {"slots", &v.slots}});
+  check_tgat(op,
+             {operand("Q", v.Q),
+              operand("P", v.P),
+              operand("Kn", v.Kn),
+              operand("Vn", v.Vn),
+              operand("slots", v.slots),
+              {"heads", v.heads, v.k}},
+             v.heads >= 1 && v.k >= 0 && v.Q.cols % v.heads == 0 &&
+                 v.P.rows == v.heads * v.Q.rows && v.P.cols == v.slots.cols &&
+                 same_shape(v.Kn, v.Vn) && v.Kn.cols == v.Q.cols,
+             "Q B x dq with heads | dq, P heads*B x ds, Kn and Vn U x dq, slots S x ds, k >= 0");
+}
+
+}  // namespace
+
+void Backend::split_heads(const MatrixView& x, int heads, const MatrixView& out) {
+  const char* op = "split_heads";
+  check_devices(*this, op, {{"x", &x}, {"out", &out}});
+  check_tgat(op, {operand("x", x), {"heads", heads, 1}, operand("out", out)},
+             heads >= 1 && x.cols % heads == 0 && out.rows == heads * x.rows &&
+                 out.cols == x.cols / heads && !overlap(x, out),
+             "x n x heads*w, out heads*n x w, apart");
+  timed(*this, op, [&] { do_split_heads(x, heads, out); });
+}
+
+void Backend::merge_heads(const MatrixView& x, int heads, const MatrixView& out, bool accumulate) {
+  const char* op = "merge_heads";
+  check_devices(*this, op, {{"x", &x}, {"out", &out}});
+  check_tgat(op, {operand("x", x), {"heads", heads, 1}, operand("out", out)},
+             heads >= 1 && out.cols % heads == 0 && x.rows == heads * out.rows &&
+                 x.cols == out.cols / heads && !overlap(x, out),
+             "x heads*n x w, out n x heads*w, apart");
+  timed(*this, op, [&] { do_merge_heads(x, heads, out, accumulate); });
+}
+
+void Backend::copy_columns(const MatrixView& src, std::int64_t src_col, const MatrixView& dst,
+                           std::int64_t dst_col, std::int64_t width, bool accumulate) {
+  const char* op = "copy_columns";
+  check_devices(*this, op, {{"src", &src}, {"dst", &dst}});
+  check_tgat(op,
+             {operand("src", src),
+              operand("dst", dst),
+              {"src_col, dst_col", src_col, dst_col},
+              {"width", width, 1}},
+             src.rows == dst.rows && width >= 0 && src_col >= 0 && dst_col >= 0 &&
+                 src_col + width <= src.cols && dst_col + width <= dst.cols && !overlap(src, dst),
+             "equal rows, both column ranges inside their views, src and dst apart");
+  timed(*this, op, [&] { do_copy_columns(src, src_col, dst, dst_col, width, accumulate); });
+}
+
+void Backend::mask_rows(const MatrixView& X, const std::int32_t* keep) {
+  check_device(*this, "mask_rows", "X", X);
+  timed(*this, "mask_rows", [&] { do_mask_rows(X, keep); });
+}
+
+void Backend::tgat_attend(const TgatView& v, const float* bv, const MatrixView& alpha,
+                          const MatrixView& ctx, const MatrixView& sbar) {
+  const char* op = "tgat_attend";
+  check_tgat_view(*this, op, v);
+  check_devices(*this, op, {{"alpha", &alpha}, {"ctx", &ctx}, {"sbar", &sbar}});
+  check_tgat(
+      op, {operand("Q", v.Q), operand("alpha", alpha), operand("ctx", ctx), operand("sbar", sbar)},
+      alpha.rows == v.Q.rows * v.heads && alpha.cols == v.k && same_shape(ctx, v.Q) &&
+          same_shape(sbar, v.P),
+      "alpha B*heads x k, ctx like Q, sbar like P");
+  check_apart(op, {{"alpha", &alpha}, {"ctx", &ctx}, {"sbar", &sbar}},
+              {{"Q", &v.Q},
+               {"P", &v.P},
+               {"Kn", &v.Kn},
+               {"Vn", &v.Vn},
+               {"slots", &v.slots},
+               {"alpha", &alpha},
+               {"ctx", &ctx},
+               {"sbar", &sbar}});
+  timed(*this, op, [&] { do_tgat_attend(v, bv, alpha, ctx, sbar); });
+}
+
+void Backend::tgat_attend_backward(const TgatView& v, const MatrixView& alpha,
+                                   const MatrixView& dctx, const MatrixView& dsbar,
+                                   const MatrixView& dQ, const MatrixView& dK, const MatrixView& dV,
+                                   const MatrixView& dP, const MatrixView& dslots, float* dbk) {
+  const char* op = "tgat_attend_backward";
+  check_tgat_view(*this, op, v);
+  check_devices(*this, op,
+                {{"alpha", &alpha},
+                 {"dctx", &dctx},
+                 {"dsbar", &dsbar},
+                 {"dQ", &dQ},
+                 {"dK", &dK},
+                 {"dV", &dV},
+                 {"dP", &dP},
+                 {"dslots", &dslots}});
+  check_tgat(op,
+             {operand("Q", v.Q), operand("slots", v.slots), operand("alpha", alpha),
+              operand("dctx", dctx), operand("dsbar", dsbar), operand("dQ", dQ), operand("dK", dK),
+              operand("dV", dV), operand("dP", dP), operand("dslots", dslots)},
+             alpha.rows == v.Q.rows * v.heads && alpha.cols == v.k && same_shape(dctx, v.Q) &&
+                 same_shape(dsbar, v.P) && same_shape(dQ, v.Q) && dK.rows == v.slots.rows &&
+                 dK.cols == v.Q.cols && same_shape(dV, dK) && same_shape(dP, v.P) &&
+                 dslots.rows == v.Q.rows * v.k && dslots.cols == v.slots.cols,
+             "alpha B*heads x k, dctx and dQ like Q, dsbar and dP like P, dK and dV S x dq, "
+             "dslots B*k x ds");
+  check_apart(op, {{"dQ", &dQ}, {"dK", &dK}, {"dV", &dV}, {"dP", &dP}, {"dslots", &dslots}},
+              {{"Q", &v.Q},
+               {"P", &v.P},
+               {"Kn", &v.Kn},
+               {"Vn", &v.Vn},
+               {"slots", &v.slots},
+               {"alpha", &alpha},
+               {"dctx", &dctx},
+               {"dsbar", &dsbar},
+               {"dQ", &dQ},
+               {"dK", &dK},
+               {"dV", &dV},
+               {"dP", &dP},
+               {"dslots", &dslots}});
+  timed(*this, op,
+        [&] { do_tgat_attend_backward(v, alpha, dctx, dsbar, dQ, dK, dV, dP, dslots, dbk); });
+}
+
 // A backend without attention kernels says so, as a user-facing error.
 namespace {
 [[noreturn]] void no_gat(const Backend& be) {
@@ -483,5 +628,30 @@ void Backend::do_gat_edge_dropout(const AttentionView&, const MatrixView&, float
 }
 void Backend::do_elu(const MatrixView&) { no_gat(*this); }
 void Backend::do_elu_backward(const MatrixView&, const MatrixView&, float) { no_gat(*this); }
+
+// A backend without temporal-attention kernels says so, as a user-facing error.
+namespace {
+[[noreturn]] void no_tgat(const Backend& be) {
+  throw SystemError(std::string("the ") + be.name() + " backend has no temporal-attention kernels");
+}
+}  // namespace
+
+void Backend::do_split_heads(const MatrixView&, int, const MatrixView&) { no_tgat(*this); }
+void Backend::do_merge_heads(const MatrixView&, int, const MatrixView&, bool) { no_tgat(*this); }
+void Backend::do_copy_columns(const MatrixView&, std::int64_t, const MatrixView&, std::int64_t,
+                              std::int64_t, bool) {
+  no_tgat(*this);
+}
+void Backend::do_mask_rows(const MatrixView&, const std::int32_t*) { no_tgat(*this); }
+void Backend::do_tgat_attend(const TgatView&, const float*, const MatrixView&, const MatrixView&,
+                             const MatrixView&) {
+  no_tgat(*this);
+}
+void Backend::do_tgat_attend_backward(const TgatView&, const MatrixView&, const MatrixView&,
+                                      const MatrixView&, const MatrixView&, const MatrixView&,
+                                      const MatrixView&, const MatrixView&, const MatrixView&,
+                                      float*) {
+  no_tgat(*this);
+}
 
 }  // namespace halo

@@ -535,7 +535,8 @@ void CpuBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, s
 }
 
 void CpuBackend::do_add(const MatrixView& src, const MatrixView& dst) {
-#pragma omp parallel for schedule(static)
+  // Small adds (a bias gradient's row) stay on this thread: a fork costs more than they do.
+#pragma omp parallel for schedule(static) if (src.size() > 16384)
   for (std::int64_t i = 0; i < src.size(); ++i) dst.data[i] += src.data[i];
 }
 

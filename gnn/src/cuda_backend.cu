@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_launch.h"
 #include "halo/gnn/attention_view.h"
 #include "halo/gnn/bf16.h"
 #include "halo/gnn/cuda_check.h"
@@ -56,31 +57,10 @@ void check_launch(const char* op) {
 
 namespace {
 
-constexpr int kThreads = 256;
-static_assert(
-    kThreads % 32 == 0 && (kThreads & (kThreads - 1)) == 0,
-    "the one-warp-per-row kernels and the partial-sum tree need whole warps and a power of two");
-constexpr std::int64_t kReduceRows = 256;     // least rows per partial in column reductions
-constexpr std::int64_t kMaxPartials = 2048;   // most partials per column (bounds the second pass)
-constexpr std::int64_t kLossChunk = 4096;     // rows per partial in loss sums
-constexpr std::int64_t kMaxBlocks = 1 << 20;  // grid cap; kernels loop with a grid stride
-
-unsigned grid_for(std::int64_t n, int threads = kThreads) {
-  const std::int64_t b = (n + threads - 1) / threads;
-  return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
-}
-
-std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
-// Byte offsets of one op's temporaries in the scratch buffer (each 256-byte aligned).
-struct Layout {
-  std::size_t bytes = 0;
-  std::size_t take(std::size_t n) {
-    const std::size_t at = bytes;
-    bytes += align_up(n);
-    return at;
-  }
-};
+// kThreads, kMaxBlocks, grid_for, Layout, grid_start/grid_stride, warp_sum_f: cuda_launch.h.
+constexpr std::int64_t kReduceRows = 256;    // least rows per partial in column reductions
+constexpr std::int64_t kMaxPartials = 2048;  // most partials per column (bounds the second pass)
+constexpr std::int64_t kLossChunk = 4096;    // rows per partial in loss sums
 
 std::int64_t loss_chunks(std::int64_t n) { return (n + kLossChunk - 1) / kLossChunk; }
 
@@ -89,11 +69,6 @@ std::int64_t loss_chunks(std::int64_t n) { return (n + kLossChunk - 1) / kLossCh
 std::int64_t reduce_block_rows(std::int64_t rows) {
   return std::max(kReduceRows, (rows + kMaxPartials - 1) / kMaxPartials);
 }
-
-__device__ inline std::int64_t grid_start() {
-  return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * blockDim.x; }
 
 // ---- element-wise ---------------------------------------------------------------------------
 
@@ -246,11 +221,6 @@ __global__ void scatter_add_sorted_kernel(const float* src, const NodeId* keys,
 }
 
 // ---- graph attention ------------------------------------------------------------------------
-
-__device__ inline float warp_sum_f(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __device__ inline float leaky(float x, float slope) { return x > 0.f ? x : slope * x; }
 

@@ -127,6 +127,19 @@ class CudaBackend final : public Backend {
                            const NodeId* ids) override;
   void do_elu(const MatrixView& Y) override;
   void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale) override;
+  // TGN's temporal attention (tgat_ops_cpu.cc / tgat_ops_cuda.cu).
+  void do_split_heads(const MatrixView& x, int heads, const MatrixView& out) override;
+  void do_merge_heads(const MatrixView& x, int heads, const MatrixView& out,
+                      bool accumulate) override;
+  void do_copy_columns(const MatrixView& src, std::int64_t src_col, const MatrixView& dst,
+                       std::int64_t dst_col, std::int64_t width, bool accumulate) override;
+  void do_mask_rows(const MatrixView& X, const std::int32_t* keep) override;
+  void do_tgat_attend(const TgatView& v, const float* bv, const MatrixView& alpha,
+                      const MatrixView& ctx, const MatrixView& sbar) override;
+  void do_tgat_attend_backward(const TgatView& v, const MatrixView& alpha, const MatrixView& dctx,
+                               const MatrixView& dsbar, const MatrixView& dQ, const MatrixView& dK,
+                               const MatrixView& dV, const MatrixView& dP, const MatrixView& dslots,
+                               float* dbk) override;
 
   // SpMM state (spmm_cuda.cu). An operator: one view of an upload (storage id, pointers,
   // shape; a row slice is its own operator), prepared once for every width: int32 offsets and

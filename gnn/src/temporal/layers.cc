@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "halo/gnn/device.h"
+#include "halo/gnn/param_device.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -206,71 +208,17 @@ void linear(Backend& be, const MatrixView& x, const Param& w, const Param& b, Ma
   be.add_bias(y.view(), b.value.data());
 }
 
-// dW += X^T dY, db += colsum(dY), dX = dY W^T (when dx is given).
+// dW += X^T dY, db += colsum(dY) (summed into `sums` first), dX = dY W^T (when dx is given).
 void linear_backward(Backend& be, const MatrixView& x, const MatrixView& dy, Param& w, Param& b,
-                     Matrix* dx) {
+                     Matrix* dx, Matrix& sums) {
   be.gemm(true, false, 1.f, x, dy, 1.f, w.grad.view());
-  std::vector<float> s(std::size_t(dy.cols));
-  be.column_sums(dy, s.data());
-  for (std::int64_t j = 0; j < dy.cols; ++j) b.grad.data()[j] += s[std::size_t(j)];
+  sums.resize(1, dy.cols);
+  be.column_sums(dy, sums.data());
+  be.add(sums.view(), b.grad.view());
   if (dx) {
     dx->resize(dy.rows, w.value.rows());
     be.gemm(false, true, 1.f, dy, w.value.view(), 0.f, dx->view());
   }
-}
-
-// a · b over n floats.
-inline float dot(const float* a, const float* b, std::int64_t n) {
-  float s = 0.f;
-#pragma omp simd reduction(+ : s)
-  for (std::int64_t c = 0; c < n; ++c) s += a[c] * b[c];
-  return s;
-}
-
-// y += a x over n floats.
-inline void axpy(float a, const float* x, float* y, std::int64_t n) {
-#pragma omp simd
-  for (std::int64_t c = 0; c < n; ++c) y[c] += a * x[c];
-}
-
-// W's rows [dn, dn + ds), head by head: out row h * ds + c is W[dn + c] over head h's columns
-// ((heads * ds) x dhd), so each head's product is a plain GEMM.
-void head_slices(const Matrix& w, std::int64_t dn, std::int64_t ds, int heads, Matrix& out) {
-  const std::int64_t dq = w.cols(), dhd = dq / heads;
-  out.resize(heads * ds, dhd);
-  for (int h = 0; h < heads; ++h)
-    for (std::int64_t c = 0; c < ds; ++c)
-      std::copy_n(w.row(dn + c) + h * dhd, dhd, out.row(h * ds + c));
-}
-
-// grad's rows [dn, dn + ds) += d, laid out as head_slices makes them.
-void add_head_slices(const Matrix& d, std::int64_t dn, std::int64_t ds, int heads, Matrix& grad) {
-  const std::int64_t dhd = grad.cols() / heads;
-  for (int h = 0; h < heads; ++h)
-    for (std::int64_t c = 0; c < ds; ++c) {
-      const float* src = d.row(h * ds + c);
-      float* dst = grad.row(dn + c) + h * dhd;
-      for (std::int64_t j = 0; j < dhd; ++j) dst[j] += src[j];
-    }
-}
-
-// x (B x heads * w) head by head: out row h * B + i is row i's head-h columns ((heads * B) x w).
-void split_heads(const Matrix& x, int heads, Matrix& out) {
-  const std::int64_t B = x.rows(), w = x.cols() / heads;
-  out.resize(heads * B, w);
-  for (int h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < B; ++i) std::copy_n(x.row(i) + h * w, w, out.row(h * B + i));
-}
-
-// out (B x heads * w) += x laid out as split_heads makes it.
-void add_heads(const Matrix& x, int heads, Matrix& out) {
-  const std::int64_t B = out.rows(), w = out.cols() / heads;
-  for (int h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < B; ++i) {
-      const float* src = x.row(h * B + i);
-      float* dst = out.row(i) + h * w;
-      for (std::int64_t c = 0; c < w; ++c) dst[c] += src[c];
-    }
 }
 
 // Rows [h * n, (h + 1) * n) of m: head h's block.
@@ -278,7 +226,32 @@ MatrixView head(Matrix& m, int h, std::int64_t n) {
   return m.view().rows_range(h * n, (h + 1) * n);
 }
 
+// m in d's memory: emptied first when it is elsewhere (its contents are about to be written).
+void place_matrix(Matrix& m, Device d) {
+  if (m.device() == d) return;
+  m = Matrix();
+  m.set_device(d);
+}
+
 }  // namespace
+
+void IndexUpload::Free::operator()(void* p) const noexcept { device_free(p); }
+
+const std::int32_t* IndexUpload::place(Device d) {
+  if (d == Device::kCpu) return host_.data();
+  if (host_.empty()) return nullptr;
+  if (host_.size() > dev_capacity_) {
+    dev_.reset();
+    dev_capacity_ = 0;  // owns nothing should the allocation throw
+    dev_.reset(device_alloc(sizeof(std::int32_t) * host_.size()));
+    dev_capacity_ = host_.size();
+  }
+  // On the default stream, which the backend's blocking stream is ordered with: queued kernels
+  // reading the last batch's copy finish before it is overwritten.
+  device_copy(dev_.get(), host_.data(), sizeof(std::int32_t) * host_.size(),
+              CopyKind::kHostToDevice);
+  return static_cast<const std::int32_t*>(dev_.get());
+}
 
 TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk,
                                      std::int64_t dout, int heads, std::uint64_t seed,
@@ -312,12 +285,40 @@ void TemporalAttention::zero_grad() {
   for (Param* p : params()) p->grad.fill(0.f);
 }
 
+void TemporalAttention::to_device(Device d) { move_params(params(), d); }
+
+void TemporalAttention::place(Device d) {
+  for (Matrix* m : {&q_,      &nodes_, &slots_, &h_,    &Q_,    &Kn_,    &Vn_,      &kheads_,
+                    &vheads_, &Qh_,    &P_,     &sbar_, &ctxh_, &alpha_, &ctx_,     &att_,
+                    &cat_,    &hid_,   &dhid_,  &dcat_, &datt_, &dctx_,  &dctxh_,   &dQ_,
+                    &dK_,     &dV_,    &dKn_,   &dVn_,  &dP_,   &dsbar_, &dslices_, &dslots_empty_,
+                    &sums_})
+    place_matrix(*m, d);
+}
+
+TgatView TemporalAttention::core_view() {
+  TgatView v;
+  v.Q = Q_.view();
+  v.P = P_.view();
+  v.Kn = Kn_.view();
+  v.Vn = Vn_.view();
+  v.slots = slots_.view();
+  v.row = d_row_;
+  v.node = d_slot_node_;
+  v.bk = bk_.value.data();
+  v.heads = heads_;
+  v.k = k_;
+  return v;
+}
+
 void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
                                 const MatrixView& h, Matrix& z) {
   const std::int64_t B = q.rows, dhd = dq_ / heads_, slots = B * k;
   const std::int64_t dn = kv.nodes.cols, ds = dk_ - dn;
   if (dn > dk_ || (ds > 0 && kv.slots.cols != ds))
     throw ParamError("attention: key/value widths do not add up");
+  place(be.device());
+  place_matrix(z, be.device());
   k_ = k;
   dn_ = dn;
   // Compact rows: only slots with a neighbour get a key and a value.
@@ -331,6 +332,22 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
       slot_node_.push_back(NodeId(kv.node[r]));
     }
   const std::int64_t sv = std::int64_t(slot_of_.size());
+  // The indices the ops read, one upload: row_, slot_node_, slot_of_, then whether each query
+  // has a neighbour (rows without one give 0, not the output bias).
+  std::vector<std::int32_t>& idx = index_.host();
+  idx.assign(row_.begin(), row_.end());
+  idx.insert(idx.end(), slot_node_.begin(), slot_node_.end());
+  idx.insert(idx.end(), slot_of_.begin(), slot_of_.end());
+  for (std::int64_t i = 0; i < B; ++i) {
+    bool any = false;
+    for (int j = 0; j < k; ++j) any = any || row_[std::size_t(i * k + j)] >= 0;
+    idx.push_back(any ? 1 : 0);
+  }
+  const std::int32_t* base = index_.place(be.device());
+  d_row_ = base;
+  d_slot_node_ = base + slots;
+  d_slot_of_ = base + slots + sv;
+  d_keep_ = base + slots + 2 * sv;
   q_.resize(B, dq_);
   be.copy(q, q_.view());
   nodes_.resize(kv.nodes.rows, dn);
@@ -344,82 +361,38 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
   be.gemm(false, false, 1.f, nodes_.view(), wk_.value.view().rows_range(0, dn), 0.f, Kn_.view());
   be.gemm(false, false, 1.f, nodes_.view(), wv_.value.view().rows_range(0, dn), 0.f, Vn_.view());
   slots_.resize(sv, ds);
-  if (ds > 0) be.gather_rows(kv.slots, slot_of_.data(), sv, slots_.view());
+  if (ds > 0) be.gather_rows(kv.slots, d_slot_of_, sv, slots_.view());
   // The per-slot columns folded into the queries: per head P_h = Q_h W_k,hᵀ (row h B + i of P_),
   // so a score is Q_h·(Kn_h + b_k,h) + P_h·s without a per-slot projection.
   const std::int64_t hb = heads_ * B;
   P_.resize(hb, ds);
   sbar_.resize(hb, ds);
-  sbar_.fill(0.f);
   if (ds > 0) {
-    head_slices(wk_.value, dn, ds, heads_, kheads_);
-    head_slices(wv_.value, dn, ds, heads_, vheads_);
-    split_heads(Q_, heads_, Qh_);
+    kheads_.resize(heads_ * ds, dhd);
+    vheads_.resize(heads_ * ds, dhd);
+    Qh_.resize(hb, dhd);
+    be.split_heads(wk_.value.view().rows_range(dn, dn + ds), heads_, kheads_.view());
+    be.split_heads(wv_.value.view().rows_range(dn, dn + ds), heads_, vheads_.view());
+    be.split_heads(Q_.view(), heads_, Qh_.view());
     for (int hd = 0; hd < heads_; ++hd)
       be.gemm(false, true, 1.f, head(Qh_, hd, B), head(kheads_, hd, ds), 0.f, head(P_, hd, B));
   }
   alpha_.resize(B * heads_, k);
   ctx_.resize(B, dq_);
-  ctx_.fill(0.f);
-  const float scale = float(1.0 / std::sqrt(double(dhd)));
-  const float* bk = bk_.value.data();
-  const float* bv = bv_.value.data();
-#pragma omp parallel for schedule(static) if (B * k * dq_ > 16384)
-  for (std::int64_t i = 0; i < B; ++i)
-    for (int hd = 0; hd < heads_; ++hd) {
-      float* a = alpha_.data() + (i * heads_ + hd) * k;
-      const std::int32_t* rows = row_.data() + i * k;
-      const float* qi = Q_.row(i) + hd * dhd;
-      const float* pi = P_.row(hd * B + i);
-      const float qb = dot(qi, bk + hd * dhd, dhd);
-      float mx = -1e30f;
-      bool any = false;
-      for (int j = 0; j < k; ++j) {
-        a[j] = 0.f;
-        if (rows[j] < 0) continue;
-        const std::int64_t c = rows[j];
-        float s = dot(qi, Kn_.row(slot_node_[std::size_t(c)]) + hd * dhd, dhd) + qb;
-        if (ds > 0) s += dot(pi, slots_.row(c), ds);
-        a[j] = s * scale;
-        mx = any ? std::max(mx, a[j]) : a[j];
-        any = true;
-      }
-      if (!any) continue;  // no neighbours: the attention output stays 0
-      double sum = 0;
-      for (int j = 0; j < k; ++j)
-        if (rows[j] >= 0) sum += (a[j] = std::exp(a[j] - mx));
-      float* ci = ctx_.row(i) + hd * dhd;
-      float* si = sbar_.row(hd * B + i);
-      for (int j = 0; j < k; ++j) {
-        a[j] = rows[j] >= 0 ? float(a[j] / sum) : 0.f;
-        if (rows[j] < 0) continue;
-        const std::int64_t c = rows[j];
-        axpy(a[j], Vn_.row(slot_node_[std::size_t(c)]) + hd * dhd, ci, dhd);
-        if (ds > 0) axpy(a[j], slots_.row(c), si, ds);
-      }
-      for (std::int64_t c = 0; c < dhd; ++c) ci[c] += bv[hd * dhd + c];  // the weights sum to 1
-    }
+  be.tgat_attend(core_view(), bv_.value.data(), alpha_.view(), ctx_.view(), sbar_.view());
   // Σ_j α_j (s_j W_v) = (Σ_j α_j s_j) W_v: one product per query for every slot's values.
   if (ds > 0) {
     ctxh_.resize(hb, dhd);
     for (int hd = 0; hd < heads_; ++hd)
       be.gemm(false, false, 1.f, head(sbar_, hd, B), head(vheads_, hd, ds), 0.f,
               head(ctxh_, hd, B));
-    add_heads(ctxh_, heads_, ctx_);
+    be.merge_heads(ctxh_.view(), heads_, ctx_.view(), true);
   }
   linear(be, ctx_.view(), wo_, bo_, att_);
-  for (std::int64_t i = 0; i < B; ++i) {  // rows without neighbours: 0, not the output bias
-    bool any = false;
-    for (int j = 0; j < k; ++j) any = any || row_[std::size_t(i * k + j)] >= 0;
-    if (!any)
-      for (std::int64_t c = 0; c < dq_; ++c) att_.at(i, c) = 0.f;
-  }
+  be.mask_rows(att_.view(), d_keep_);  // rows without neighbours: 0, not the output bias
   cat_.resize(B, dq_ + dh_);
-#pragma omp parallel for schedule(static) if (B * (dq_ + dh_) > 16384)
-  for (std::int64_t i = 0; i < B; ++i) {
-    for (std::int64_t c = 0; c < dq_; ++c) cat_.at(i, c) = att_.at(i, c);
-    for (std::int64_t c = 0; c < dh_; ++c) cat_.at(i, dq_ + c) = h_.at(i, c);
-  }
+  be.copy_columns(att_.view(), 0, cat_.view(), 0, dq_, false);
+  be.copy_columns(h_.view(), 0, cat_.view(), dq_, dh_, false);
   linear(be, cat_.view(), w1_, b1_, hid_);
   be.relu(hid_.view());
   linear(be, hid_.view(), w2_, b2_, z);
@@ -430,125 +403,66 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   const std::int64_t B = dz.rows, dhd = dq_ / heads_, dn = dn_, ds = dk_ - dn_;
   const int k = k_;
   const std::int64_t sv = std::int64_t(slot_of_.size());
+  for (Matrix* m : {&dq, &dnodes, &dslots, &dh}) place_matrix(*m, be.device());
   Matrix& dhid = dhid_;
   Matrix& dcat = dcat_;
-  linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid);
+  linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid, sums_);
   be.relu_backward(hid_.view(), dhid.view());
-  linear_backward(be, cat_.view(), dhid.view(), w1_, b1_, &dcat);
+  linear_backward(be, cat_.view(), dhid.view(), w1_, b1_, &dcat, sums_);
   Matrix& datt = datt_;
   datt.resize(B, dq_);
   dh.resize(B, dh_);
-  for (std::int64_t i = 0; i < B; ++i) {
-    bool any = false;
-    for (int j = 0; j < k; ++j) any = any || row_[std::size_t(i * k + j)] >= 0;
-    for (std::int64_t c = 0; c < dq_; ++c) datt.at(i, c) = any ? dcat.at(i, c) : 0.f;
-    for (std::int64_t c = 0; c < dh_; ++c) dh.at(i, c) = dcat.at(i, dq_ + c);
-  }
+  be.copy_columns(dcat.view(), 0, datt.view(), 0, dq_, false);
+  be.mask_rows(datt.view(), d_keep_);
+  be.copy_columns(dcat.view(), dq_, dh.view(), 0, dh_, false);
   Matrix& dctx = dctx_;
-  linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx);
+  linear_backward(be, ctx_.view(), datt.view(), wo_, bo_, &dctx, sums_);
   Matrix &dQ = dQ_, &dK = dK_, &dV = dV_;
   const std::int64_t hb = heads_ * B;
   // Through ctx_h += sbar_h W_v,h: the slot sums' gradient.
   dsbar_.resize(hb, ds);
   if (ds > 0) {
-    split_heads(dctx, heads_, dctxh_);
+    dctxh_.resize(hb, dhd);
+    be.split_heads(dctx.view(), heads_, dctxh_.view());
     for (int h = 0; h < heads_; ++h)
       be.gemm(false, true, 1.f, head(dctxh_, h, B), head(vheads_, h, ds), 0.f, head(dsbar_, h, B));
   }
   dQ.resize(B, dq_);
-  dQ.fill(0.f);
-  dK.resize(sv, dq_);  // per compact row: every head's columns written below
+  dK.resize(sv, dq_);  // per compact row
   dV.resize(sv, dq_);
   dP_.resize(hb, ds);
-  dP_.fill(0.f);
-  dslots.resize(B * k, ds);  // slot i * k + j is query i's: written by its thread only
-  dslots.fill(0.f);
-  gsum_.assign(static_cast<std::size_t>(B * heads_), 0.0);
-  const float scale = float(1.0 / std::sqrt(double(dhd)));
-  const float* bk = bk_.value.data();
-#pragma omp parallel if (B * k * dq_ > 16384)
-  {
-    std::vector<float> da(static_cast<std::size_t>(k));
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < B; ++i)
-      for (int hd = 0; hd < heads_; ++hd) {
-        const float* a = alpha_.data() + (i * heads_ + hd) * k;
-        const std::int32_t* rows = row_.data() + i * k;
-        const float* gi = dctx.row(i) + hd * dhd;
-        const float* gs = dsbar_.row(hd * B + i);
-        const float* qi = Q_.row(i) + hd * dhd;
-        const float* pi = P_.row(hd * B + i);
-        float* dqi = dQ.row(i) + hd * dhd;
-        float* dpi = dP_.row(hd * B + i);
-        // d alpha_j = dctx · V_j (node part, slot part through sbar; the bias is the same for
-        // every j and drops out of the softmax); ds_j = a_j (dalpha_j − Σ a dalpha).
-        double sum = 0;
-        for (int j = 0; j < k; ++j) {
-          da[std::size_t(j)] = 0.f;
-          if (rows[j] < 0) continue;
-          const std::int64_t c = rows[j];
-          float s = dot(gi, Vn_.row(slot_node_[std::size_t(c)]) + hd * dhd, dhd);
-          if (ds > 0) {
-            s += dot(gs, slots_.row(c), ds);
-            axpy(a[j], gs, dslots.row(i * k + j), ds);
-          }
-          float* dv = dV.row(c) + hd * dhd;
-          for (std::int64_t e = 0; e < dhd; ++e) dv[e] = a[j] * gi[e];
-          da[std::size_t(j)] = s;
-          sum += double(a[j]) * s;
-        }
-        for (int j = 0; j < k; ++j) {
-          if (rows[j] < 0) continue;
-          const std::int64_t c = rows[j];
-          const float g = a[j] * (da[std::size_t(j)] - float(sum)) * scale;
-          gsum_[std::size_t(i * heads_ + hd)] += double(g);
-          const float* kn = Kn_.row(slot_node_[std::size_t(c)]) + hd * dhd;
-          for (std::int64_t e = 0; e < dhd; ++e) dqi[e] += g * (kn[e] + bk[hd * dhd + e]);
-          float* dk = dK.row(c) + hd * dhd;
-          for (std::int64_t e = 0; e < dhd; ++e) dk[e] = g * qi[e];
-          if (ds > 0) {
-            axpy(g, slots_.row(c), dpi, ds);
-            axpy(g, pi, dslots.row(i * k + j), ds);
-          }
-        }
-      }
-  }
+  dslots.resize(B * k, ds);
+  // Scores, softmax and the node parts' gradients per compact row; b_k's gradient, per query
+  // rather than per slot (Σ_slots g Q_i = Σ_i (Σ_j g_j) Q_i), straight into its gradient.
+  be.tgat_attend_backward(core_view(), alpha_.view(), dctx.view(), dsbar_.view(), dQ.view(),
+                          dK.view(), dV.view(), dP_.view(), dslots.view(), bk_.grad.data());
   if (ds > 0) {
     // Through P_h = Q_h W_k,hᵀ and ctx_h += sbar_h W_v,h: the queries and W_k's, W_v's slot rows.
     ctxh_.resize(hb, dhd);
     for (int h = 0; h < heads_; ++h)
       be.gemm(false, false, 1.f, head(dP_, h, B), head(kheads_, h, ds), 0.f, head(ctxh_, h, B));
-    add_heads(ctxh_, heads_, dQ);
+    be.merge_heads(ctxh_.view(), heads_, dQ.view(), true);
     dslices_.resize(heads_ * ds, dhd);
     for (int h = 0; h < heads_; ++h)
       be.gemm(true, false, 1.f, head(dP_, h, B), head(Qh_, h, B), 0.f, head(dslices_, h, ds));
-    add_head_slices(dslices_, dn, ds, heads_, wk_.grad);
+    be.merge_heads(dslices_.view(), heads_, wk_.grad.view().rows_range(dn, dn + ds), true);
     for (int h = 0; h < heads_; ++h)
       be.gemm(true, false, 1.f, head(sbar_, h, B), head(dctxh_, h, B), 0.f, head(dslices_, h, ds));
-    add_head_slices(dslices_, dn, ds, heads_, wv_.grad);
+    be.merge_heads(dslices_.view(), heads_, wv_.grad.view().rows_range(dn, dn + ds), true);
   }
-  linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq);
-  // The biases, per query rather than per slot: b_k's gradient is Σ_slots g Q_i = Σ_i (Σ_j g_j)
-  // Q_i, and b_v's is Σ_i dctx_i (the weights sum to 1; a row without neighbours has dctx 0).
-  std::vector<double> acc(static_cast<std::size_t>(dq_), 0.0);
-  for (std::int64_t i = 0; i < B; ++i)
-    for (int hd = 0; hd < heads_; ++hd) {
-      const double g = gsum_[std::size_t(i * heads_ + hd)];
-      const float* qi = Q_.row(i) + hd * dhd;
-      for (std::int64_t e = 0; e < dhd; ++e) acc[std::size_t(hd * dhd + e)] += g * double(qi[e]);
-    }
-  for (std::int64_t j = 0; j < dq_; ++j) bk_.grad.data()[j] += float(acc[std::size_t(j)]);
-  std::vector<float> cs(static_cast<std::size_t>(dq_));
-  be.column_sums(dctx.view(), cs.data());
-  for (std::int64_t j = 0; j < dq_; ++j) bv_.grad.data()[j] += cs[std::size_t(j)];
+  linear_backward(be, q_.view(), dQ.view(), wq_, bq_, &dq, sums_);
+  // b_v's gradient is Σ_i dctx_i (the weights sum to 1; a row without neighbours has dctx 0).
+  sums_.resize(1, dq_);
+  be.column_sums(dctx.view(), sums_.data());
+  be.add(sums_.view(), bv_.grad.view());
   // The node part: each node's slots summed first, then one row per node.
   const std::int64_t u = nodes_.rows();
   dKn_.resize(u, dq_);
   dVn_.resize(u, dq_);
-  dKn_.fill(0.f);
-  dVn_.fill(0.f);
-  be.scatter_add_rows(dK.view(), slot_node_.data(), sv, dKn_.view());
-  be.scatter_add_rows(dV.view(), slot_node_.data(), sv, dVn_.view());
+  be.fill(dKn_.view(), 0.f);
+  be.fill(dVn_.view(), 0.f);
+  be.scatter_add_rows(dK.view(), d_slot_node_, sv, dKn_.view());
+  be.scatter_add_rows(dV.view(), d_slot_node_, sv, dVn_.view());
   be.gemm(true, false, 1.f, nodes_.view(), dKn_.view(), 1.f, wk_.grad.view().rows_range(0, dn));
   be.gemm(true, false, 1.f, nodes_.view(), dVn_.view(), 1.f, wv_.grad.view().rows_range(0, dn));
   dnodes.resize(u, dn);

@@ -25,6 +25,7 @@
 namespace halo {
 
 struct AttentionView;  // attention.h (not included: CUDA sources compile this header)
+struct TgatView;       // tgat_view.h
 
 struct AdamStep {
   float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
@@ -202,6 +203,39 @@ class Backend {
   // dropout applied after the ELU (1 - p; 1 without dropout), whose zeros dY already has.
   void elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale);
 
+  // TGN's temporal graph attention (temporal/layers.h states the maths; TgatView the operands).
+  // CPU implementations in tgat_ops_cpu.cc, CUDA twins in tgat_ops_cuda.cu. Deterministic:
+  // every output element is written by one thread in a fixed order (no atomics); the CPU's
+  // are the arithmetic TemporalAttention had before these ops, bit for bit.
+  // out row h * n + i = x row i's head-h columns: x n x (heads * w), out (heads * n) x w
+  // (overwritten; apart from x). Also W's rows, head by head, for the per-slot folds.
+  void split_heads(const MatrixView& x, int heads, const MatrixView& out);
+  // Its inverse: out row i's head-h columns = (or += when accumulate) x row h * n + i; x
+  // (heads * n) x w, out n x (heads * w), apart.
+  void merge_heads(const MatrixView& x, int heads, const MatrixView& out, bool accumulate);
+  // dst[:, dst_col + c] = (or += when accumulate) src[:, src_col + c] for c < width: equal row
+  // counts, both column ranges inside their views, src and dst apart.
+  void copy_columns(const MatrixView& src, std::int64_t src_col, const MatrixView& dst,
+                    std::int64_t dst_col, std::int64_t width, bool accumulate);
+  // Row r of X = 0 where keep[r] == 0 (keep: X.rows int32 flags, backend memory).
+  void mask_rows(const MatrixView& X, const std::int32_t* keep);
+  // The attention core, forward. Per query i and head h: scores s_j = (Q_h·(Kn_h[node] + bk_h)
+  // + P_h·slots) / sqrt(dhd) over i's slots holding a neighbour, alpha = their softmax (float
+  // exponentials, double sum), ctx_h = Σ alpha_j Vn_h[node] + bv_h, sbar_h = Σ alpha_j slots.
+  // alpha (B * heads) x k (row i * heads + h, 0 on padded slots), ctx B x dq, sbar like v.P:
+  // all overwritten, 0 for a query without neighbours; apart from every input. bv: dq floats.
+  void tgat_attend(const TgatView& v, const float* bv, const MatrixView& alpha,
+                   const MatrixView& ctx, const MatrixView& sbar);
+  // Its backward from dctx (B x dq) and dsbar (like v.P): overwrites dQ (like v.Q), dK and dV
+  // (S x dq, per compact row: the key's and value's node-part gradients, before summing per
+  // node), dP (like v.P) and dslots ((B * k) x ds, 0 on padded slots), and adds b_k's gradient
+  // to dbk (dq floats): Σ_i (Σ_j g_ij) Q_i with g the score gradients, summed in double over
+  // the queries in order. Outputs apart from each other and from every input.
+  void tgat_attend_backward(const TgatView& v, const MatrixView& alpha, const MatrixView& dctx,
+                            const MatrixView& dsbar, const MatrixView& dQ, const MatrixView& dK,
+                            const MatrixView& dV, const MatrixView& dP, const MatrixView& dslots,
+                            float* dbk);
+
  private:
   // The ops' implementations, called once the public op's checks have passed (same arguments).
   // The defaults compose other (public) ops.
@@ -284,6 +318,20 @@ class Backend {
                                    PhiloxKey key, const NodeId* ids);
   virtual void do_elu(const MatrixView& Y);
   virtual void do_elu_backward(const MatrixView& Y, const MatrixView& dY, float y_scale);
+  // TGN's temporal attention: a backend without these kernels throws SystemError naming itself.
+  virtual void do_split_heads(const MatrixView& x, int heads, const MatrixView& out);
+  virtual void do_merge_heads(const MatrixView& x, int heads, const MatrixView& out,
+                              bool accumulate);
+  virtual void do_copy_columns(const MatrixView& src, std::int64_t src_col, const MatrixView& dst,
+                               std::int64_t dst_col, std::int64_t width, bool accumulate);
+  virtual void do_mask_rows(const MatrixView& X, const std::int32_t* keep);
+  virtual void do_tgat_attend(const TgatView& v, const float* bv, const MatrixView& alpha,
+                              const MatrixView& ctx, const MatrixView& sbar);
+  virtual void do_tgat_attend_backward(const TgatView& v, const MatrixView& alpha,
+                                       const MatrixView& dctx, const MatrixView& dsbar,
+                                       const MatrixView& dQ, const MatrixView& dK,
+                                       const MatrixView& dV, const MatrixView& dP,
+                                       const MatrixView& dslots, float* dbk);
 };
 
 // The CPU backend (process-wide; thread count from OpenMP).

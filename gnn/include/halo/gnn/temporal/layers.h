@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "halo/gnn/backend.h"
 #include "halo/gnn/model.h"
+#include "halo/gnn/tgat_view.h"
 
 namespace halo {
 
@@ -93,10 +96,29 @@ class GruCell {
 // folded into one projection per query (P = Q W_kᵀ, and the α-weighted slot sums times W_v):
 // about 7x fewer FLOPs than projecting every slot on UCI, the same attention in exact
 // arithmetic.
+// nodes and slots are in the backend's memory, node on the host (the compact-row bookkeeping is
+// the host's, uploaded once per batch when the backend is a GPU's).
 struct KeyValueInput {
   MatrixView nodes;                    // U x dn: the distinct neighbours' rows
   const std::int32_t* node = nullptr;  // B * k: row of `nodes` for slot i * k + j; -1 = padded
   MatrixView slots;  // (B * k) x ds, ds = dk - dn: per-slot columns (may be empty)
+};
+
+// int32 arrays of one batch for the backend: filled on the host, uploaded in one copy when the
+// backend computes in device memory (the buffer grows only).
+class IndexUpload {
+ public:
+  std::vector<std::int32_t>& host() { return host_; }
+  // host() in d's memory: the host array itself, or its device copy made now.
+  const std::int32_t* place(Device d);
+
+ private:
+  struct Free {
+    void operator()(void* p) const noexcept;
+  };
+  std::vector<std::int32_t> host_;
+  std::unique_ptr<void, Free> dev_;
+  std::size_t dev_capacity_ = 0;  // int32s
 };
 
 class TemporalAttention {
@@ -104,21 +126,31 @@ class TemporalAttention {
   TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk, std::int64_t dout, int heads,
                     std::uint64_t seed, std::uint64_t stream);
   // q: B x dq; kv: the neighbours of query i in slots i * k .. i * k + k - 1; h: B x dh (the
-  // node's own embedding input, for the merger). Writes z (B x dout).
+  // node's own embedding input, for the merger). Writes z (B x dout). Runs as be's ops only:
+  // views and parameters in be's memory (to_device), z placed there.
   void forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
                const MatrixView& h, Matrix& z);
   // From dz: accumulates parameter gradients (+=); writes dq (B x dq), dnodes (U x dn), dslots
-  // ((B * k) x ds, zero on padded slots) and dh (B x dh).
+  // ((B * k) x ds, zero on padded slots) and dh (B x dh), placed in be's memory.
   void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots,
                 Matrix& dh);
-  // The same with kv given whole: (B * k) x dk rows and a valid flag per slot; dkv likewise.
+  // The same with kv given whole: (B * k) x dk rows and a valid flag per slot (host memory);
+  // dkv likewise.
   void forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,
                int k, const MatrixView& h, Matrix& z);
   void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dkv, Matrix& dh);
   std::vector<Param*> params();
   void zero_grad();
+  // Moves the parameters (values, gradients, Adam moments) to d's memory, for a backend
+  // computing there; the saved activations follow the backend of the next forward.
+  void to_device(Device d);
 
  private:
+  // Puts the saved activations and scratch in d's memory (emptied when they are elsewhere).
+  void place(Device d);
+  // The attention core's operands from what forward saved.
+  TgatView core_view();
+
   std::int64_t dh_, dq_, dk_, dout_;
   int heads_;
   Param wq_, bq_, wk_, bk_, wv_, bv_, wo_, bo_, w1_, b1_, w2_, b2_;
@@ -129,13 +161,16 @@ class TemporalAttention {
   std::vector<NodeId> slot_node_;    // compact row -> row of nodes
   std::vector<NodeId> slot_of_;      // compact row -> slot
   std::vector<std::int32_t> whole_;  // node index for the whole-kv forward
-  std::vector<double> gsum_;         // backward: Σ_j of the score gradients, per query and head
+  // row_, slot_node_, slot_of_ and a has-a-neighbour flag per query, in the backend's memory.
+  IndexUpload index_;
+  const std::int32_t *d_row_ = nullptr, *d_slot_node_ = nullptr, *d_slot_of_ = nullptr,
+                     *d_keep_ = nullptr;
   // Head by head (block h of rows): kheads_/vheads_ W_k's / W_v's per-slot rows over head h's
   // columns, Qh_ the queries' head-h columns, P_ = Qh kheadsᵀ, sbar_ the α-weighted slot sums.
   Matrix q_, nodes_, slots_, h_, Q_, Kn_, Vn_, kheads_, vheads_, Qh_, P_, sbar_, ctxh_, alpha_,
       ctx_, att_, cat_, hid_;
   Matrix dhid_, dcat_, datt_, dctx_, dctxh_, dQ_, dK_, dV_, dKn_, dVn_, dP_, dsbar_, dslices_,
-      dslots_empty_;  // backward scratch
+      dslots_empty_, sums_;  // backward scratch (sums_: a bias gradient's column sums)
 };
 
 }  // namespace halo
