@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cuda_backend.h"
+#include "cuda_launch.h"
 #include "halo/gnn/attention_view.h"
 #include "halo/gnn/bf16.h"
 #include "halo/gnn/cuda_check.h"
@@ -56,58 +57,13 @@ void check_launch(const char* op) {
 
 namespace {
 
-constexpr int kThreads = 256;
-static_assert(
-    kThreads % 32 == 0 && (kThreads & (kThreads - 1)) == 0,
-    "the one-warp-per-row kernels and the partial-sum tree need whole warps and a power of two");
-constexpr std::int64_t kReduceRows = 256;     // least rows per partial in column reductions
-constexpr std::int64_t kMaxPartials = 2048;   // most partials per column (bounds the second pass)
-constexpr std::int64_t kLossChunk = 4096;     // rows per partial in loss sums
-constexpr std::int64_t kMaxBlocks = 1 << 20;  // grid cap; kernels loop with a grid stride
+using namespace cuda_launch;  // NOLINT(google-build-using-namespace): the kernels' vocabulary
 
-unsigned grid_for(std::int64_t n, int threads = kThreads) {
-  const std::int64_t b = (n + threads - 1) / threads;
-  return unsigned(std::clamp<std::int64_t>(b, 1, kMaxBlocks));
-}
-
-std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
-
-// Byte offsets of one op's temporaries in the scratch buffer (each 256-byte aligned).
-struct Layout {
-  std::size_t bytes = 0;
-  std::size_t take(std::size_t n) {
-    const std::size_t at = bytes;
-    bytes += align_up(n);
-    return at;
-  }
-};
+constexpr std::int64_t kLossChunk = 4096;  // rows per partial in loss sums
 
 std::int64_t loss_chunks(std::int64_t n) { return (n + kLossChunk - 1) / kLossChunk; }
 
-// Rows per partial of a column reduction: a function of the row count only, so the partition
-// (and with it every rounding) is the same on every run and every GPU.
-std::int64_t reduce_block_rows(std::int64_t rows) {
-  return std::max(kReduceRows, (rows + kMaxPartials - 1) / kMaxPartials);
-}
-
-__device__ inline std::int64_t grid_start() {
-  return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_stride() { return std::int64_t(gridDim.x) * blockDim.x; }
-
 // ---- element-wise ---------------------------------------------------------------------------
-
-// i / d and i % d for 0 <= i, 0 < d: in 32-bit arithmetic while i fits (every activation below
-// 2^32 elements: 2.45 M rows x 256 is 627 M), since a 64-bit division is a software routine of
-// tens of instructions on the GPU, comparable to the memory time of these kernels.
-__device__ inline std::int64_t div_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) / std::uint32_t(d))
-                                                : i / d;
-}
-__device__ inline std::int64_t mod_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) % std::uint32_t(d))
-                                                : i % d;
-}
 
 __global__ void add_bias_kernel(float* y, const float* b, std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] += b[mod_of(i, cols)];
