@@ -177,8 +177,8 @@ class Backend {
   void time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
                    const MatrixView& out, const MatrixView& sin);
   // dw[k] += sum_i -sin[i, k] dout[i, k] dt[i], db[k] += sum_i -sin[i, k] dout[i, k] (sin and
-  // dout n x d), summed in double over a fixed partition of the rows (per thread on the CPU, at
-  // a fixed thread count), added to the float gradients partial by partial.
+  // dout n x d), in double over a fixed partition of the rows: the CPU's threads (each partial
+  // added to the float gradient in thread order), or the GPU's row blocks (combined, added once).
   void time_encode_backward(const double* dt, const MatrixView& sin, const MatrixView& dout,
                             float* dw, float* db);
   // GRU gates from a = x W + b_x and c = h U + b_h (B x 3H, gate blocks r | z | n) and h (B x H):
@@ -196,7 +196,7 @@ class Backend {
   void time_projection(const MatrixView& m, const float* delta, const float* w, const float* b,
                        const MatrixView& z);
   // Its backward: dm = dz (1 + w delta + b) (dm may be dz itself); dw[c] += dz m delta and
-  // db[c] += dz m, added to the float gradients row by row in row order (bitwise the CPU's).
+  // db[c] += dz m, added to the float gradients one row at a time in row order (TGN's loop).
   void time_projection_backward(const MatrixView& m, const float* delta, const float* w,
                                 const float* b, const MatrixView& dz, const MatrixView& dm,
                                 float* dw, float* db);
