@@ -241,6 +241,7 @@ TEST_F(CudaTemporalOpsTest, RowMovesAreBitwiseTheCpus) {
 // The gradient of every parameter, on the host.
 std::vector<std::vector<float>> grads(const std::vector<Param*>& ps) {
   std::vector<std::vector<float>> out;
+  out.reserve(ps.size());
   for (const Param* p : ps) out.push_back(p->grad.to_host());
   return out;
 }
