@@ -7,13 +7,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/op_profile.h"
 #include "halo/gnn/temporal/cos_sin.h"
+#include "halo/gnn/temporal/layers.h"
 
 namespace halo {
 namespace {
@@ -253,6 +256,46 @@ TEST(TemporalOps, ScatterRowsWritesListedRowsOnly) {
         for (std::int64_t c = 0; c < d; ++c) ref.at(idx[std::size_t(i)], c) = src.at(i, c);
     expect_bitwise(dst, ref, "scatter_rows " + what);
   }
+}
+
+// The time encoder's and the GRU cell's forward and backward are Backend ops and nothing else
+// (what lets them run on a GPU): their calls, op by op, as --profile counts them. On CUDA each
+// call is one launch (a kernel, a cuBLAS call or an async copy), except column_sums and
+// time_encode_backward (two kernels each: partial sums, then their combination) and the
+// encoder's upload of dt (one copy, not an op).
+TEST(TemporalOps, TimeEncoderAndGruCellRunAsTheseOps) {
+  Backend& be = cpu_backend();
+  TimeEncoder enc(8);
+  GruCell gru(5, 4, 1, 0);
+  const std::vector<double> dt = {0.0, 1.5, 3.0};
+  const Matrix x = random_matrix(3, 5, 50), h = random_matrix(3, 4, 51),
+               g = random_matrix(3, 4, 52), gt = random_matrix(3, 8, 53);
+  Matrix out, h_out, dx, dh;
+  OpProfile profile;
+  {
+    const ProfileScope scope(profile);
+    enc.forward(be, dt.data(), 3, out);
+    enc.backward(be, gt.view());
+  }
+  std::map<std::string, std::int64_t> calls;
+  for (const auto& [op, e] : profile.totals()) calls[op] = e.calls;
+  EXPECT_EQ(calls,
+            (std::map<std::string, std::int64_t>{{"time_encode", 1}, {"time_encode_backward", 1}}));
+  OpProfile gru_profile;
+  {
+    const ProfileScope scope(gru_profile);
+    gru.forward(be, x.view(), h.view(), h_out);
+    gru.backward(be, g.view(), dx, dh);
+  }
+  calls.clear();
+  for (const auto& [op, e] : gru_profile.totals()) calls[op] = e.calls;
+  EXPECT_EQ(calls, (std::map<std::string, std::int64_t>{{"copy", 2},
+                                                        {"gemm", 6},
+                                                        {"add_bias", 2},
+                                                        {"gru_gates", 1},
+                                                        {"gru_gates_backward", 1},
+                                                        {"column_sums", 2},
+                                                        {"add", 2}}));
 }
 
 // The message names the op (and, for a shape, the operands).
