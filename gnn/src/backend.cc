@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "halo/gnn/attention.h"
 #include "halo/gnn/op_profile.h"
@@ -321,6 +322,142 @@ void Backend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
 void Backend::unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) {
   check_count("unpack_bf16", "n", n);
   timed(*this, "unpack_bf16", [&] { do_unpack_bf16(src, n, dst); });
+}
+
+// ---- temporal GNNs ----------------------------------------------------------------------------
+
+namespace {
+
+// Views that must share no element: pairwise distinct (empty views share none).
+void check_distinct(const char* op,
+                    std::initializer_list<std::pair<const char*, const MatrixView*>> views) {
+  for (auto a = views.begin(); a != views.end(); ++a)
+    for (auto b = a + 1; b != views.end(); ++b)
+      if (overlap(*a->second, *b->second))
+        shape_error(op, "distinct outputs and inputs",
+                    {operand(a->first, *a->second), operand(b->first, *b->second)});
+}
+
+// Either the same view (in place) or no shared element.
+void check_in_place_or_distinct(const char* op, const char* na, const MatrixView& a, const char* nb,
+                                const MatrixView& b) {
+  if (a.data == b.data && same_shape(a, b)) return;
+  if (overlap(a, b)) shape_error(op, "in place or distinct", {operand(na, a), operand(nb, b)});
+}
+
+}  // namespace
+
+void Backend::time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
+                          const MatrixView& out, const MatrixView& sin) {
+  check_count("time_encode", "n", n);
+  if (out.rows != n)
+    shape_error("time_encode", "out.rows == n", {{"n", n, 1}, operand("out", out)});
+  check_same(*this, "time_encode", "out", out, "sin", sin);
+  check_distinct("time_encode", {{"out", &out}, {"sin", &sin}});
+  timed(*this, "time_encode", [&] { do_time_encode(dt, n, w, b, out, sin); });
+}
+
+void Backend::time_encode_backward(const double* dt, const MatrixView& sin, const MatrixView& dout,
+                                   float* dw, float* db) {
+  check_same(*this, "time_encode_backward", "sin", sin, "dout", dout);
+  timed(*this, "time_encode_backward", [&] { do_time_encode_backward(dt, sin, dout, dw, db); });
+}
+
+void Backend::gru_gates(const MatrixView& a, const MatrixView& c, const MatrixView& h,
+                        const MatrixView& rzn, const MatrixView& h_out) {
+  const char* op = "gru_gates";
+  check_same(*this, op, "a", a, "c", c);
+  check_same(*this, op, "a", a, "rzn", rzn);
+  check_same(*this, op, "h", h, "h_out", h_out);
+  if (a.rows != h.rows || a.cols != 3 * h.cols)
+    shape_error(op, "a B x 3H and h B x H", {operand("a", a), operand("h", h)});
+  check_distinct(op, {{"a", &a}, {"c", &c}, {"h", &h}, {"rzn", &rzn}, {"h_out", &h_out}});
+  timed(*this, op, [&] { do_gru_gates(a, c, h, rzn, h_out); });
+}
+
+void Backend::gru_gates_backward(const MatrixView& dh_out, const MatrixView& h, const MatrixView& c,
+                                 const MatrixView& rzn, const MatrixView& da, const MatrixView& dc,
+                                 const MatrixView& dh) {
+  const char* op = "gru_gates_backward";
+  check_same(*this, op, "dh_out", dh_out, "h", h);
+  check_same(*this, op, "dh_out", dh_out, "dh", dh);
+  check_same(*this, op, "c", c, "rzn", rzn);
+  check_same(*this, op, "c", c, "da", da);
+  check_same(*this, op, "c", c, "dc", dc);
+  if (c.rows != h.rows || c.cols != 3 * h.cols)
+    shape_error(op, "c B x 3H and h B x H", {operand("c", c), operand("h", h)});
+  check_distinct(op, {{"dh_out", &dh_out},
+                      {"h", &h},
+                      {"c", &c},
+                      {"rzn", &rzn},
+                      {"da", &da},
+                      {"dc", &dc},
+                      {"dh", &dh}});
+  timed(*this, op, [&] { do_gru_gates_backward(dh_out, h, c, rzn, da, dc, dh); });
+}
+
+void Backend::time_projection(const MatrixView& m, const float* delta, const float* w,
+                              const float* b, const MatrixView& z) {
+  check_same(*this, "time_projection", "m", m, "z", z);
+  check_in_place_or_distinct("time_projection", "m", m, "z", z);
+  timed(*this, "time_projection", [&] { do_time_projection(m, delta, w, b, z); });
+}
+
+void Backend::time_projection_backward(const MatrixView& m, const float* delta, const float* w,
+                                       const float* b, const MatrixView& dz, const MatrixView& dm,
+                                       float* dw, float* db) {
+  const char* op = "time_projection_backward";
+  check_same(*this, op, "m", m, "dz", dz);
+  check_same(*this, op, "dz", dz, "dm", dm);
+  check_in_place_or_distinct(op, "dz", dz, "dm", dm);
+  check_distinct(op, {{"m", &m}, {"dm", &dm}});
+  timed(*this, op, [&] { do_time_projection_backward(m, delta, w, b, dz, dm, dw, db); });
+}
+
+void Backend::gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                               const MatrixView& dst, std::int64_t dst_col) {
+  const char* op = "gather_rows_into";
+  check_count(op, "n", n);
+  check_count(op, "dst_col", dst_col);
+  if (n > dst.rows || dst_col + src.cols > dst.cols)
+    shape_error(op, "n <= dst.rows, dst_col + src.cols <= dst.cols",
+                {operand("src", src), {"n", n, 1}, {"dst_col", dst_col, 1}, operand("dst", dst)});
+  check_device(*this, op, "src", src);
+  check_device(*this, op, "dst", dst);
+  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  timed(*this, op, [&] { do_gather_rows_into(src, idx, n, dst, dst_col); });
+}
+
+void Backend::scatter_add_rows_from(const MatrixView& src, std::int64_t src_col, std::int64_t width,
+                                    const NodeId* idx, std::int64_t n, const MatrixView& dst) {
+  const char* op = "scatter_add_rows_from";
+  check_count(op, "n", n);
+  check_count(op, "src_col", src_col);
+  check_count(op, "width", width);
+  if (n > src.rows || src_col + width > src.cols || dst.cols != width)
+    shape_error(op, "n <= src.rows, src_col + width <= src.cols, dst.cols == width",
+                {operand("src", src),
+                 {"src_col", src_col, 1},
+                 {"width", width, 1},
+                 {"n", n, 1},
+                 operand("dst", dst)});
+  check_device(*this, op, "src", src);
+  check_device(*this, op, "dst", dst);
+  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  timed(*this, op, [&] { do_scatter_add_rows_from(src, src_col, width, idx, n, dst); });
+}
+
+void Backend::scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                           const MatrixView& dst) {
+  const char* op = "scatter_rows";
+  check_count(op, "n", n);
+  if (src.cols != dst.cols || n > src.rows)
+    shape_error(op, "n <= src.rows, src.cols == dst.cols",
+                {operand("src", src), {"n", n, 1}, operand("dst", dst)});
+  check_device(*this, op, "src", src);
+  check_device(*this, op, "dst", dst);
+  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  timed(*this, op, [&] { do_scatter_rows(src, idx, n, dst); });
 }
 
 namespace {

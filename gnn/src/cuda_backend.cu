@@ -57,32 +57,13 @@ void check_launch(const char* op) {
 
 namespace {
 
-// kThreads, kMaxBlocks, grid_for, Layout, grid_start/grid_stride, warp_sum_f: cuda_launch.h.
-constexpr std::int64_t kReduceRows = 256;    // least rows per partial in column reductions
-constexpr std::int64_t kMaxPartials = 2048;  // most partials per column (bounds the second pass)
-constexpr std::int64_t kLossChunk = 4096;    // rows per partial in loss sums
+using namespace cuda_launch;  // NOLINT(google-build-using-namespace): the kernels' vocabulary
+
+constexpr std::int64_t kLossChunk = 4096;  // rows per partial in loss sums
 
 std::int64_t loss_chunks(std::int64_t n) { return (n + kLossChunk - 1) / kLossChunk; }
 
-// Rows per partial of a column reduction: a function of the row count only, so the partition
-// (and with it every rounding) is the same on every run and every GPU.
-std::int64_t reduce_block_rows(std::int64_t rows) {
-  return std::max(kReduceRows, (rows + kMaxPartials - 1) / kMaxPartials);
-}
-
 // ---- element-wise ---------------------------------------------------------------------------
-
-// i / d and i % d for 0 <= i, 0 < d: in 32-bit arithmetic while i fits (every activation below
-// 2^32 elements: 2.45 M rows x 256 is 627 M), since a 64-bit division is a software routine of
-// tens of instructions on the GPU, comparable to the memory time of these kernels.
-__device__ inline std::int64_t div_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) / std::uint32_t(d))
-                                                : i / d;
-}
-__device__ inline std::int64_t mod_of(std::int64_t i, std::int64_t d) {
-  return i <= 0xffffffffLL && d <= 0xffffffffLL ? std::int64_t(std::uint32_t(i) % std::uint32_t(d))
-                                                : i % d;
-}
 
 __global__ void add_bias_kernel(float* y, const float* b, std::int64_t n, std::int64_t cols) {
   for (std::int64_t i = grid_start(); i < n; i += grid_stride()) y[i] += b[mod_of(i, cols)];

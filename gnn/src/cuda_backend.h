@@ -109,6 +109,27 @@ class CudaBackend final : public Backend {
   void do_fill(const MatrixView& X, float v) override;
   void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) override;
   void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) override;
+  // Temporal GNNs (temporal_ops_cuda.cu).
+  void do_time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
+                      const MatrixView& out, const MatrixView& sin) override;
+  void do_time_encode_backward(const double* dt, const MatrixView& sin, const MatrixView& dout,
+                               float* dw, float* db) override;
+  void do_gru_gates(const MatrixView& a, const MatrixView& c, const MatrixView& h,
+                    const MatrixView& rzn, const MatrixView& h_out) override;
+  void do_gru_gates_backward(const MatrixView& dh_out, const MatrixView& h, const MatrixView& c,
+                             const MatrixView& rzn, const MatrixView& da, const MatrixView& dc,
+                             const MatrixView& dh) override;
+  void do_time_projection(const MatrixView& m, const float* delta, const float* w, const float* b,
+                          const MatrixView& z) override;
+  void do_time_projection_backward(const MatrixView& m, const float* delta, const float* w,
+                                   const float* b, const MatrixView& dz, const MatrixView& dm,
+                                   float* dw, float* db) override;
+  void do_gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                           const MatrixView& dst, std::int64_t dst_col) override;
+  void do_scatter_add_rows_from(const MatrixView& src, std::int64_t src_col, std::int64_t width,
+                                const NodeId* idx, std::int64_t n, const MatrixView& dst) override;
+  void do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                       const MatrixView& dst) override;
   void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) override;
   void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
                                  const MatrixView& dz, const MatrixView& da) override;

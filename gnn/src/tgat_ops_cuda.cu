@@ -16,6 +16,8 @@
 namespace halo {
 namespace {
 
+using namespace cuda_launch;  // NOLINT(google-build-using-namespace): the kernels' vocabulary
+
 __global__ void split_heads_kernel(const float* x, float* out, std::int64_t n, std::int64_t w,
                                    int heads, std::int64_t total) {
   for (std::int64_t o = grid_start(); o < total; o += grid_stride()) {

@@ -1,10 +1,12 @@
-// TGN layers: time encoding and GRU cell, forward and explicit backward.
+// TGN layers: time encoding and GRU cell (Backend ops only), temporal attention; forward and
+// explicit backward.
 #include "halo/gnn/temporal/layers.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "halo/gnn/device.h"
 #include "halo/gnn/param_device.h"
@@ -31,7 +33,13 @@ void init_uniform(Param& p, float bound, std::uint64_t seed, std::uint64_t strea
           (2.f * philox_uniform(key, std::uint64_t(i), std::uint32_t(j)) - 1.f) * bound;
 }
 
-float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+// m reallocated (empty) in memory d when it is elsewhere: for outputs and scratch, whose
+// contents the caller overwrites.
+void place(Matrix& m, Device d) {
+  if (m.device() == d) return;
+  m = Matrix();
+  m.set_device(d);
+}
 
 }  // namespace
 
@@ -44,60 +52,39 @@ TimeEncoder::TimeEncoder(std::int64_t dim)
         float(std::pow(10.0, -9.0 * double(k) / double(std::max<std::int64_t>(1, dim - 1))));
 }
 
-void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
-  dt_.assign(dt, dt + n);
-  out.resize(n, dim_);
-  sin_.resize(std::size_t(n * dim_));
-  const std::int64_t dim = dim_;
-  std::vector<double> w(static_cast<std::size_t>(dim)), b(static_cast<std::size_t>(dim));
-  for (std::int64_t k = 0; k < dim; ++k) {
-    w[std::size_t(k)] = double(w_.value.data()[k]);
-    b[std::size_t(k)] = double(b_.value.data()[k]);
-  }
-  const double* wd = w.data();
-  const double* bd = b.data();
-  float* out_data = out.data();
-  float* sin_data = sin_.data();
-#pragma omp parallel for schedule(static) \
-    firstprivate(wd, bd, out_data, sin_data, dim) if (n * dim > 4096)
-  for (std::int64_t i = 0; i < n; ++i) {
-    float* o = out_data + i * dim;
-    float* si = sin_data + i * dim;
-    const double d = dt[i];
-#pragma omp simd
-    for (std::int64_t k = 0; k < dim; ++k) cos_sin(wd[k] * d + bd[k], o[k], si[k]);
-  }
+void TimeEncoder::to_device(Device d) {
+  move_param(w_, d);
+  move_param(b_, d);
+  place(sin_, d);
+  dt_at_ = nullptr;
 }
 
-void TimeEncoder::backward(const Matrix& dout) {
-  // Row-major sweeps with one accumulator row per thread, added in thread order (deterministic
-  // at a fixed thread count); a column-by-column sweep strided through the whole matrix.
-  const std::int64_t n = std::int64_t(dt_.size()), d = dim_;
-  const int threads = n * d > 4096 ? omp_get_max_threads() : 1;
-  std::vector<double> acc(static_cast<std::size_t>(2 * d * threads), 0.0);
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    double* gw = acc.data() + 2 * d * t;
-    double* gb = gw + d;
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* si = sin_.data() + i * d;
-      const float* g = dout.data() + i * d;
-      const double dt = dt_[std::size_t(i)];
-      for (std::int64_t k = 0; k < d; ++k) {
-        const double s = -double(si[k]) * double(g[k]);
-        gw[k] += s * dt;
-        gb[k] += s;
-      }
-    }
+void TimeEncoder::forward(Backend& be, const double* dt, std::int64_t n, Matrix& out) {
+  dt_.assign(dt, dt + n);
+  dt_at_ = dt_.data();
+  if (be.device() != Device::kCpu && n > 0) {
+    if (std::int64_t(dt_dev_.size()) < n)
+      dt_dev_ = DeviceArray<double>(dt, std::size_t(n));
+    else
+      device_copy(dt_dev_.data(), dt, sizeof(double) * std::size_t(n), CopyKind::kHostToDevice);
+    dt_at_ = dt_dev_.data();
   }
-  for (int t = 0; t < threads; ++t)
-    for (std::int64_t k = 0; k < d; ++k) {
-      w_.grad.at(0, k) += float(acc[std::size_t(2 * d * t + k)]);
-      b_.grad.at(0, k) += float(acc[std::size_t(2 * d * t + d + k)]);
-    }
+  place(out, be.device());
+  out.resize(n, dim_);
+  place(sin_, be.device());
+  sin_.resize(n, dim_);
+  be.time_encode(dt_at_, n, w_.value.data(), b_.value.data(), out.view(), sin_.view());
 }
+
+void TimeEncoder::backward(Backend& be, const MatrixView& dout) {
+  be.time_encode_backward(dt_at_, sin_.view(), dout, w_.grad.data(), b_.grad.data());
+}
+
+void TimeEncoder::forward(const double* dt, std::int64_t n, Matrix& out) {
+  forward(cpu_backend(), dt, n, out);
+}
+
+void TimeEncoder::backward(const Matrix& dout) { backward(cpu_backend(), dout.view()); }
 
 GruCell::GruCell(std::int64_t in, std::int64_t hidden, std::uint64_t seed, std::uint64_t stream)
     : in_(in),
@@ -121,8 +108,15 @@ void GruCell::zero_grad() {
   for (Param* p : params()) p->grad.fill(0.f);
 }
 
+void GruCell::to_device(Device d) {
+  for (Param* p : params()) move_param(*p, d);
+  for (Matrix* m : {&x_, &h_, &a_, &c_, &rzn_, &da_, &dc_, &colsum_}) place(*m, d);
+}
+
 void GruCell::forward(Backend& be, const MatrixView& x, const MatrixView& h, Matrix& h_out) {
   const std::int64_t B = x.rows, H = hid_;
+  const Device d = be.device();
+  for (Matrix* m : {&x_, &h_, &a_, &c_, &rzn_, &h_out}) place(*m, d);
   x_.resize(B, in_);
   be.copy(x, x_.view());
   h_.resize(B, H);
@@ -133,53 +127,31 @@ void GruCell::forward(Backend& be, const MatrixView& x, const MatrixView& h, Mat
   be.add_bias(a_.view(), bw_.value.data());
   be.gemm(false, false, 1.f, h, u_.value.view(), 0.f, c_.view());
   be.add_bias(c_.view(), bu_.value.data());
-  r_.resize(B, H);
-  z_.resize(B, H);
-  n_.resize(B, H);
+  rzn_.resize(B, 3 * H);
   h_out.resize(B, H);
-#pragma omp parallel for schedule(static) if (B * H > 4096)
-  for (std::int64_t i = 0; i < B; ++i)
-    for (std::int64_t j = 0; j < H; ++j) {
-      const float r = sigmoid(a_.at(i, j) + c_.at(i, j));
-      const float z = sigmoid(a_.at(i, H + j) + c_.at(i, H + j));
-      const float n = std::tanh(a_.at(i, 2 * H + j) + r * c_.at(i, 2 * H + j));
-      r_.at(i, j) = r;
-      z_.at(i, j) = z;
-      n_.at(i, j) = n;
-      h_out.at(i, j) = (1.f - z) * n + z * h_.at(i, j);
-    }
+  be.gru_gates(a_.view(), c_.view(), h_.view(), rzn_.view(), h_out.view());
 }
 
 void GruCell::backward(Backend& be, const MatrixView& dh_out, Matrix& dx, Matrix& dh) {
   const std::int64_t B = dh_out.rows, H = hid_;
-  Matrix& da = da_;
-  Matrix& dc = dc_;
-  da.resize(B, 3 * H);
-  dc.resize(B, 3 * H);
+  const Device d = be.device();
+  for (Matrix* m : {&da_, &dc_, &colsum_, &dx, &dh}) place(*m, d);
+  da_.resize(B, 3 * H);
+  dc_.resize(B, 3 * H);
   dh.resize(B, H);
-#pragma omp parallel for schedule(static) if (B * H > 4096)
-  for (std::int64_t i = 0; i < B; ++i)
-    for (std::int64_t j = 0; j < H; ++j) {
-      const float g = dh_out.at(i, j), r = r_.at(i, j), z = z_.at(i, j), n = n_.at(i, j);
-      const float dn = g * (1.f - z) * (1.f - n * n);  // through tanh
-      const float dz = g * (h_.at(i, j) - n) * z * (1.f - z);
-      const float dr = dn * c_.at(i, 2 * H + j) * r * (1.f - r);
-      da.at(i, j) = dc.at(i, j) = dr;
-      da.at(i, H + j) = dc.at(i, H + j) = dz;
-      da.at(i, 2 * H + j) = dn;
-      dc.at(i, 2 * H + j) = dn * r;
-      dh.at(i, j) = g * z;  // the direct path; the gates' part is added below
-    }
-  be.gemm(true, false, 1.f, x_.view(), da.view(), 1.f, w_.grad.view());
-  be.gemm(true, false, 1.f, h_.view(), dc.view(), 1.f, u_.grad.view());
-  std::vector<float> s(std::size_t(3 * H));
-  be.column_sums(da.view(), s.data());
-  for (std::int64_t j = 0; j < 3 * H; ++j) bw_.grad.data()[j] += s[std::size_t(j)];
-  be.column_sums(dc.view(), s.data());
-  for (std::int64_t j = 0; j < 3 * H; ++j) bu_.grad.data()[j] += s[std::size_t(j)];
+  be.gru_gates_backward(dh_out, h_.view(), c_.view(), rzn_.view(), da_.view(), dc_.view(),
+                        dh.view());
+  be.gemm(true, false, 1.f, x_.view(), da_.view(), 1.f, w_.grad.view());
+  be.gemm(true, false, 1.f, h_.view(), dc_.view(), 1.f, u_.grad.view());
+  // Bias gradients: the column sums into a scratch row, then one add (grad += sums in float).
+  colsum_.resize(1, 3 * H);
+  be.column_sums(da_.view(), colsum_.data());
+  be.add(colsum_.view(), bw_.grad.view());
+  be.column_sums(dc_.view(), colsum_.data());
+  be.add(colsum_.view(), bu_.grad.view());
   dx.resize(B, in_);
-  be.gemm(false, true, 1.f, da.view(), w_.value.view(), 0.f, dx.view());
-  be.gemm(false, true, 1.f, dc.view(), u_.value.view(), 1.f, dh.view());
+  be.gemm(false, true, 1.f, da_.view(), w_.value.view(), 0.f, dx.view());
+  be.gemm(false, true, 1.f, dc_.view(), u_.value.view(), 1.f, dh.view());
 }
 
 }  // namespace halo

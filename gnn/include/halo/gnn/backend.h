@@ -169,6 +169,53 @@ class Backend {
   // dst[i] = from_bf16(src[i]) for i < n (exact), both in this backend's memory.
   void unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst);
 
+  // Temporal GNNs (TGN, JODIE; temporal/layers.h states the maths): the element-wise parts of
+  // the time encoder, the GRU memory updater and JODIE's projection, and row moves between a
+  // batch and the node memory. Every pointer is in this backend's memory (dt, delta, w, b, the
+  // gradients, the index lists). Deterministic: no atomics; sums in a fixed order.
+  // out (n x d) = cos(w[k] dt[i] + b[k]) by cos_sin (temporal/cos_sin.h, the argument in
+  // double), sin (n x d) = the sines, kept for backward. w, b: d floats; out and sin distinct.
+  void time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
+                   const MatrixView& out, const MatrixView& sin);
+  // dw[k] += sum_i -sin[i, k] dout[i, k] dt[i], db[k] += sum_i -sin[i, k] dout[i, k] (sin and
+  // dout n x d), in double over a fixed partition of the rows: the CPU's threads (each partial
+  // added to the float gradient in thread order), or the GPU's row blocks (combined, added once).
+  void time_encode_backward(const double* dt, const MatrixView& sin, const MatrixView& dout,
+                            float* dw, float* db);
+  // GRU gates from a = x W + b_x and c = h U + b_h (B x 3H, gate blocks r | z | n) and h (B x H):
+  // rzn (B x 3H) = [r | z | n], r = σ(a_r + c_r), z = σ(a_z + c_z), n = tanh(a_n + r c_n),
+  // h_out (B x H) = (1 - z) n + z h. Outputs distinct from the inputs and from each other.
+  void gru_gates(const MatrixView& a, const MatrixView& c, const MatrixView& h,
+                 const MatrixView& rzn, const MatrixView& h_out);
+  // Its backward from dh_out (B x H): da, dc (B x 3H) = d(loss)/d(a), d(loss)/d(c) and dh
+  // (B x H) = dh_out z, the direct path only (the caller adds dc U^T). Outputs distinct.
+  void gru_gates_backward(const MatrixView& dh_out, const MatrixView& h, const MatrixView& c,
+                          const MatrixView& rzn, const MatrixView& da, const MatrixView& dc,
+                          const MatrixView& dh);
+  // JODIE's time projection: z[i, c] = m[i, c] (1 + w[c] delta[i] + b[c]) (m, z: n x d; delta:
+  // n floats; w, b: d floats). z may be m itself (in place), else distinct.
+  void time_projection(const MatrixView& m, const float* delta, const float* w, const float* b,
+                       const MatrixView& z);
+  // Its backward: dm = dz (1 + w delta + b) (dm may be dz itself); dw[c] += dz m delta and
+  // db[c] += dz m, added to the float gradients one row at a time in row order (TGN's loop).
+  void time_projection_backward(const MatrixView& m, const float* delta, const float* w,
+                                const float* b, const MatrixView& dz, const MatrixView& dm,
+                                float* dw, float* db);
+  // dst[i, dst_col + c] = src[idx[i], c] for i < n, c < src.cols (n <= dst.rows, dst_col +
+  // src.cols <= dst.cols); a row with idx[i] < 0 is left as it was, so two calls can fill one
+  // batch from two sources. dst distinct from src.
+  void gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                        const MatrixView& dst, std::int64_t dst_col);
+  // dst[idx[i], :] += src[i, src_col .. src_col + width) for i < n in index order (idx may
+  // repeat; idx[i] < 0 skipped; n <= src.rows, dst.cols == width): bitwise scatter_add_rows's
+  // additions on every backend. dst distinct from src.
+  void scatter_add_rows_from(const MatrixView& src, std::int64_t src_col, std::int64_t width,
+                             const NodeId* idx, std::int64_t n, const MatrixView& dst);
+  // dst[idx[i], :] = src[i, :] for i < n (equal widths, n <= src.rows; idx[i] < 0 skipped). The
+  // idx[i] >= 0 must be distinct: which of two rows sent to one destination lands is unstated.
+  void scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                    const MatrixView& dst);
+
   // Graph attention (attention.h states the maths and the memory plan). H heads of width F: z is
   // [n x H*F], a per-head vector set [H x F], per-node terms [n x H], per-edge arrays [nnz x H];
   // A (an AttentionView) in this backend's memory. Deterministic: gathers only.
@@ -298,6 +345,29 @@ class Backend {
   virtual void do_fill(const MatrixView& X, float v) = 0;
   virtual void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
   virtual void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
+  // Temporal GNNs.
+  virtual void do_time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
+                              const MatrixView& out, const MatrixView& sin) = 0;
+  virtual void do_time_encode_backward(const double* dt, const MatrixView& sin,
+                                       const MatrixView& dout, float* dw, float* db) = 0;
+  virtual void do_gru_gates(const MatrixView& a, const MatrixView& c, const MatrixView& h,
+                            const MatrixView& rzn, const MatrixView& h_out) = 0;
+  virtual void do_gru_gates_backward(const MatrixView& dh_out, const MatrixView& h,
+                                     const MatrixView& c, const MatrixView& rzn,
+                                     const MatrixView& da, const MatrixView& dc,
+                                     const MatrixView& dh) = 0;
+  virtual void do_time_projection(const MatrixView& m, const float* delta, const float* w,
+                                  const float* b, const MatrixView& z) = 0;
+  virtual void do_time_projection_backward(const MatrixView& m, const float* delta, const float* w,
+                                           const float* b, const MatrixView& dz,
+                                           const MatrixView& dm, float* dw, float* db) = 0;
+  virtual void do_gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                                   const MatrixView& dst, std::int64_t dst_col) = 0;
+  virtual void do_scatter_add_rows_from(const MatrixView& src, std::int64_t src_col,
+                                        std::int64_t width, const NodeId* idx, std::int64_t n,
+                                        const MatrixView& dst) = 0;
+  virtual void do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                               const MatrixView& dst) = 0;
   // Graph attention: a backend without these kernels throws SystemError naming itself.
   virtual void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t);
   virtual void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,

@@ -1,6 +1,8 @@
-// TGN's learnable building blocks with explicit backward, written against the Backend for the
-// matrix products (element-wise parts are host loops for now: the memory of a batch's nodes is
-// small). Parameters are halo::Param, so the trainer's Adam and checkpoints handle them.
+// TGN's learnable building blocks with explicit backward, written against the Backend. The time
+// encoder and the GRU cell run as Backend ops only (their parameters and saved state live in
+// the backend's memory: to_device moves them), so they run on the CPU or the GPU alike; the
+// attention's element-wise parts are host loops for now. Parameters are halo::Param, so the
+// trainer's Adam and checkpoints handle them.
 #pragma once
 
 #include <cmath>
@@ -10,7 +12,10 @@
 #include <vector>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/device.h"
 #include "halo/gnn/model.h"
+#include "halo/gnn/param_device.h"
+#include "halo/gnn/temporal/cos_sin.h"
 #include "halo/gnn/tgat_view.h"
 
 namespace halo {
@@ -20,66 +25,52 @@ namespace halo {
 class TimeEncoder {
  public:
   explicit TimeEncoder(std::int64_t dim);
-  // out (n x dim) = φ(dt[i]) for i < n; keeps dt for backward.
+  // out (n x dim) = φ(dt[i]) for i < n by be's time_encode (dt in host memory; out reallocated
+  // in be's memory when it is elsewhere); keeps dt (uploaded when be is a GPU's) and the sines.
+  void forward(Backend& be, const double* dt, std::int64_t n, Matrix& out);
+  // Adds d(loss)/d(w, b) from d(loss)/d(out) (n x dim) of the last forward, on its backend.
+  void backward(Backend& be, const MatrixView& dout);
+  // The same on the CPU backend, the parameters in host memory.
   void forward(const double* dt, std::int64_t n, Matrix& out);
-  // Adds d(loss)/d(w, b) from d(loss)/d(out) of the last forward.
   void backward(const Matrix& dout);
+  // Moves the parameters and the saved state to memory d (where the backend computes).
+  void to_device(Device d);
   std::vector<Param*> params() { return {&w_, &b_}; }
   std::int64_t dim() const { return dim_; }
 
  private:
   std::int64_t dim_;
   Param w_, b_;
-  std::vector<double> dt_;
-  std::vector<float> sin_;  // sin of the forward's arguments: their cos' derivative, for backward
+  std::vector<double> dt_;         // the last forward's gaps (host)
+  DeviceArray<double> dt_dev_;     // their device copy, when the backend is a GPU's (grows only)
+  const double* dt_at_ = nullptr;  // dt_ or dt_dev_: what backward hands the op
+  Matrix sin_;  // sin of the forward's arguments: their cos' derivative, for backward
 };
-
-// cos(x) and sin(x) for any double x of magnitude up to ~1e12, within 2e-7 of libm (the float
-// rounding of the result): x reduced by multiples of π/2 in double, then Taylor polynomials on
-// [-π/4, π/4]. Branch-free, so loops over it vectorise; time encodings call it ~10^6 times per
-// batch, where libm's cos and sin took a fifth of TGN's epoch.
-inline void cos_sin(double x, float& c, float& s) {
-  const double k = std::floor(x * 0.63661977236758134308 + 0.5);  // nearest multiple of π/2
-  // x - k π/2 with π/2 in two parts (Cody-Waite): each fma rounds once, near |r| <= π/4.
-  const double r = std::fma(-k, 6.123233995736766036e-17, std::fma(-k, 1.5707963267948965580, x));
-  const double r2 = r * r;
-  const double sr =
-      r * (1 + r2 * (-1 / 6. +
-                     r2 * (1 / 120. +
-                           r2 * (-1 / 5040. +
-                                 r2 * (1 / 362880. + r2 * (-1 / 39916800. + r2 / 6227020800.))))));
-  const double cr =
-      1 + r2 * (-0.5 +
-                r2 * (1 / 24. + r2 * (-1 / 720. +
-                                      r2 * (1 / 40320. + r2 * (-1 / 3628800. + r2 / 479001600.)))));
-  // Quadrant 0..3 as exact 0/1 doubles, and the swaps and signs as arithmetic (multiplying by
-  // 0, 1 or -1 is exact): no branch, so the caller's loop vectorises.
-  const double q = k - 4.0 * std::floor(k * 0.25);
-  const double h = std::floor(q * 0.5), odd = q - 2.0 * h;
-  const double flip = odd + h - 2.0 * odd * h;  // quadrants 1 and 2: cos is negative
-  c = float((1.0 - 2.0 * flip) * (odd * sr + (1.0 - odd) * cr));
-  s = float((1.0 - 2.0 * h) * (odd * cr + (1.0 - odd) * sr));
-}
 
 // GRU cell (PyTorch's equations and gate order r, z, n):
 //   r = σ(x W_r + b_ir + h U_r + b_hr),  z = σ(x W_z + b_iz + h U_z + b_hz)
 //   n = tanh(x W_n + b_in + r ⊙ (h U_n + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h
-// with W = [W_r W_z W_n] (in x 3H) and U (H x 3H) row-major.
+// with W = [W_r W_z W_n] (in x 3H) and U (H x 3H) row-major. GEMMs, bias adds and the gates
+// (gru_gates) are Backend ops, so the cell runs wherever its parameters are (to_device).
 class GruCell {
  public:
   GruCell(std::int64_t in, std::int64_t hidden, std::uint64_t seed, std::uint64_t stream);
-  // h_out (B x H) from x (B x in) and h (B x H); keeps what backward needs.
+  // h_out (B x H) from x (B x in) and h (B x H), all in be's memory (h_out reallocated there
+  // when it is elsewhere); keeps what backward needs.
   void forward(Backend& be, const MatrixView& x, const MatrixView& h, Matrix& h_out);
-  // From dh_out: accumulates the parameter gradients (+=) and writes dx and dh (B x in, B x H).
+  // From dh_out: accumulates the parameter gradients (+=) and writes dx and dh (B x in, B x H;
+  // reallocated in be's memory when elsewhere).
   void backward(Backend& be, const MatrixView& dh_out, Matrix& dx, Matrix& dh);
+  // Moves the parameters and the saved state to memory d (where the backend computes).
+  void to_device(Device d);
   std::vector<Param*> params() { return {&w_, &u_, &bw_, &bu_}; }
   void zero_grad();
 
  private:
   std::int64_t in_, hid_;
   Param w_, u_, bw_, bu_;
-  Matrix x_, h_, a_, c_, r_, z_, n_;  // saved by forward
-  Matrix da_, dc_;                    // backward scratch, kept to reuse its memory
+  Matrix x_, h_, a_, c_, rzn_;  // saved by forward (rzn_: the gates r | z | n)
+  Matrix da_, dc_, colsum_;     // backward scratch, kept to reuse its memory
 };
 
 // TGN's temporal graph attention (TGAT layer): node i at time t attends over its k most recent
