@@ -669,26 +669,29 @@ TgnMemoryEstimate estimate_tgn_memory(std::int64_t nodes, std::int64_t edge_dim,
                                       const TgnOptions& o, int ranks) {
   // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
   const double m = double(o.memory_dim), t = double(o.time_dim), de = double(edge_dim);
+  const double sd = double(o.static_memory), n = m + sd;  // a node's row in the attention
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double z = attention ? double(o.embed_dim) : m;  // embedding width
   // Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
-  // TemporalAttention(dh = m, dq = m + t, dk = m + de + t, dout = z), built whatever the
-  // embedding; the predictor's MLP (2z -> z -> 1); the time encoding and projection.
+  // TemporalAttention(dh = n, dq = n + t, dk = n + de + t, dout = z) with n = m + the static
+  // memory's width, built whatever the embedding; the predictor's MLP (2z -> z -> 1); the time
+  // encoding and projection.
   const double gru = (2 * m + de + t) * 3 * m + m * 3 * m + 6 * m;
-  const double dq = m + t, dk = m + de + t;
-  const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + m) * z + z * z + 2 * z;
+  const double dq = n + t, dk = n + de + t;
+  const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + n) * z + z * z + 2 * z;
   const double pred = 2 * z * z + z + z + 1, small = 2 * t + 2 * m;
   const double params = gru + attn + pred + small;
   const double trained = params - (attention ? 0 : attn);
   const double weights = 4.0 * (2 * params + 2 * trained);  // value, gradient; Adam m, v
-  const double node_state = 4.0 * double(nodes) * (3 * m + std::max(1.0, de));
+  // The static memory is a parameter, but per node: value, gradient and Adam's moments.
+  const double node_state = 4.0 * double(nodes) * (3 * m + std::max(1.0, de) + 4 * sd);
   // The widest batch: training embeds 3 queries per event (source, destination, a negative), an
   // evaluation batch 2 + N; an exact-parallel rank its 1/ranks slice of the events.
   const double events = std::ceil(double(o.batch_size) / double(std::max(1, ranks)));
   const double per_event =
       2 + double(o.skip_eval ? 1 : std::max<std::int64_t>(1, o.eval_negatives));
   const double queries = events * std::max(3.0, per_event), k = double(o.neighbors);
-  const double per_query = attention ? 2 * m + 2 * t + k * (de + 2 * t) : 2 * m;
+  const double per_query = attention ? 2 * n + 2 * t + k * (de + 2 * t) : 2 * m;
   const double batch = 4.0 * queries * per_query;
   const auto clamp = [](double b) {
     return b >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(b);
@@ -711,8 +714,12 @@ std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, 
            format_bytes(std::uint64_t(e.weights)) + "; lower --memory-dim";
   if (largest == "node state")
     return dataset + ": the node state of " + std::to_string(nodes) + " nodes x --memory-dim " +
-           std::to_string(o.memory_dim) + " needs about " +
-           format_bytes(std::uint64_t(e.node_state)) + "; lower --memory-dim";
+           std::to_string(o.memory_dim) +
+           (o.static_memory > 0 ? " and --static-memory " + std::to_string(o.static_memory)
+                                : std::string()) +
+           " needs about " + format_bytes(std::uint64_t(e.node_state)) +
+           (o.static_memory > 0 ? "; lower --memory-dim or --static-memory"
+                                : "; lower --memory-dim");
   return "--batch-size " + std::to_string(o.batch_size) + " --eval-negatives " +
          std::to_string(o.eval_negatives) + " --neighbors " + std::to_string(o.neighbors) +
          ": one batch's buffers need about " + format_bytes(std::uint64_t(e.batch)) +
