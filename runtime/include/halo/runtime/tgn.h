@@ -127,7 +127,8 @@ std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId
 // Self-check for the tests: trains `batches` batches of a tiny model on the dataset's first
 // events, then compares the analytic gradients of the next batch's loss (memory update, time
 // encoding, attention, predictor) with central differences; returns the worst relative error.
+// With `only`, of the parameter of that name alone.
 double tgn_gradient_check(const std::filesystem::path& dataset, const TgnOptions& opt,
-                          std::int64_t batches);
+                          std::int64_t batches, const std::string& only = "");
 
 }  // namespace halo
