@@ -10,7 +10,8 @@
 #
 #   tools/bench/tgn_static_memory.sh [WORKDIR]
 #   env: EPOCHS (10), D (100), RANKS (4), BATCHES ("200 600 2000"), STREAMS ("uci synthetic"),
-#        THREADS (1 per rank), BIN (build/bin)
+#        SEED (0: the model's initialisation and the training negatives), THREADS (1 per rank),
+#        BIN (build/bin)
 # Needs, beyond `make`: Debian's python3-numpy (the stream generator) and mpirun.
 set -euo pipefail
 bin=$(realpath "${BIN:-build/bin}")
@@ -19,6 +20,7 @@ epochs=${EPOCHS:-10}
 dim=${D:-100}
 ranks=${RANKS:-4}
 threads=${THREADS:-1}
+seed=${SEED:-0}
 batches=${BATCHES:-200 600 2000}
 streams=${STREAMS:-uci synthetic}
 mkdir -p "$work"
@@ -36,9 +38,9 @@ for stream in $streams; do
   for k in 1 "$ranks"; do
     for b in $batches; do
       for s in 0 "$dim"; do
-        log=$work/$stream-r$k-b$b-s$s.jsonl
+        log=$work/$stream-r$k-b$b-s$s-seed$seed.jsonl
         args=(tgn train "$work/$stream" --batch-size "$b" --epochs "$epochs" --static-memory "$s"
-          --threads "$threads" -q --log "$log")
+          --seed "$seed" --threads "$threads" -q --log "$log")
         rm -f "$log"
         start=$(date +%s)
         if [[ $k == 1 ]]; then
