@@ -713,7 +713,9 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double eve
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
   const double z = attention ? double(o.embed_dim) : m, k = attention ? double(o.neighbors) : 0;
-  const double h = double(o.heads), dq = m + t, ds = de + t, in = 2 * m + de + t;
+  // nd: a node's row in the attention (the memory, and the static memory's row with it).
+  const double nd = m + double(o.static_memory);
+  const double h = double(o.heads), dq = nd + t, ds = de + t, in = 2 * m + de + t;
   const double n = double(st.nodes);
   // Pending nodes (updated by the GRU): both ends of the previous batch's events.
   const double p = std::min(n, 2.0 * double(o.batch_size));
@@ -726,22 +728,22 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double eve
   // copy of the gaps and its sines), the attention's inputs, embeddings, pairs, hidden, logits.
   fwd += 12 * qf + 20 * sf + 4 * qf + 4 * sf + 4 * uf;
   fwd += (8 + 4 * t) * (qf + sf + p) * 2;
-  fwd += 4 * (qf * dq + qf * m + uf * m + sf * ds);
+  fwd += 4 * (qf * dq + qf * nd + uf * nd + sf * ds);
   fwd += 4 * (qf * z + pairs_f * 2 * z + pairs_f * z + pairs_f);
   // The GRU: its input and previous memory, the updated memory, the cell's saved x, h, the two
   // pre-activations (3m wide) and the three gates.
   fwd += 4 * p * (in + m + m) + 4 * p * (in + m + 6 * m + 3 * m);
   if (attention)  // TemporalAttention's forward: compact-row maps, saved inputs, projections
-    fwd += 12 * sf + 4 * (qf * dq + uf * m + sf * ds + qf * m) +
+    fwd += 12 * sf + 4 * (qf * dq + uf * nd + sf * ds + qf * nd) +
            4 * (qf * dq + 2 * uf * dq + qf * dq + 2 * h * qf * ds + qf * dq + h * qf * k +
-                2 * qf * dq + qf * (dq + m) + qf * z);
+                2 * qf * dq + qf * (dq + nd) + qf * z);
   // Backward (training batches): d(logits, hidden, pairs, embeddings), the time codes' and the
   // GRU's gradients, and TemporalAttention's.
   double bwd = 4 * (2 * events_t * (1 + z + 2 * z) + qt * z) + 4 * t * (qt + svt + p) +
                4 * p * (m + in + m + 6 * m);
   if (attention)
-    bwd += 4 * (qt * z + qt * (dq + m) + 4 * qt * dq + 2 * svt * dq + 2 * h * qt * ds) +
-           8 * h * qt + 4 * (2 * ut * dq + svt * ds + qt * dq + ut * m + qt * m);
+    bwd += 4 * (qt * z + qt * (dq + nd) + 4 * qt * dq + 2 * svt * dq + 2 * h * qt * ds) +
+           8 * h * qt + 4 * (2 * ut * dq + svt * ds + qt * dq + ut * nd + qt * nd);
   return fwd + bwd;
 }
 
@@ -751,16 +753,17 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
   const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
   const double n = double(st.nodes), e = double(st.events);
+  const double sd = double(o.static_memory), nd = m + sd;  // a node's row in the attention
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double z = attention ? double(o.embed_dim) : m;  // embedding width
   // Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
-  // TemporalAttention(dh = m, dq = m + t, dk = m + de + t, dout = z), built whatever the
-  // embedding; the predictor's MLP (2z -> z -> 1); the time encoding and projection. Every
-  // Param allocates value, gradient and both moments; the replicas' all-reduce buffer holds the
-  // trained gradients (tgn_replicas.h).
+  // TemporalAttention(dh = nd, dq = nd + t, dk = nd + de + t, dout = z), nd = m + the static
+  // memory's width, built whatever the embedding; the predictor's MLP (2z -> z -> 1); the time
+  // encoding and projection. Every Param allocates value, gradient and both moments; the
+  // replicas' all-reduce buffer holds the trained gradients (tgn_replicas.h).
   const double gru = (2 * m + de + t) * 3 * m + m * 3 * m + 6 * m;
-  const double dq = m + t, dk = m + de + t;
-  const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + m) * z + z * z + 2 * z;
+  const double dq = nd + t, dk = nd + de + t;
+  const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + nd) * z + z * z + 2 * z;
   const double pred = 2 * z * z + z + z + 1, small = 2 * t + 2 * m;
   const double params = gru + attn + pred + small;
   const double trained = params - (attention ? 0 : attn);
@@ -776,8 +779,9 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   // NodeMemory: rows, last update; MessageStore: self, other, edge, time, flag, count (and the
   // mean aggregator's per-node time lists); Tgn: pending_row_, neighbor_row_.
   const double mean_lists = o.aggregator == TgnAggregator::kMean ? 24 * n : 0;
-  const double node_state =
-      n * (4 * m + 8) + n * (8 * m + 4 * std::max(1.0, de) + 8 + 1 + 4) + mean_lists + 8 * n;
+  // The static memory is a parameter, but per node: value, gradient and Adam's moments.
+  const double node_state = n * (4 * m + 8) + n * (8 * m + 4 * std::max(1.0, de) + 8 + 1 + 4) +
+                            mean_lists + 8 * n + 16 * n * sd;
   // A rank's events per batch: its slice (exact) or whole batches (segments, one process).
   const double b = double(o.batch_size);
   const double per_rank = o.parallel == TgnParallel::kSegments || ranks <= 1
@@ -815,8 +819,12 @@ std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, 
            format_bytes(std::uint64_t(e.weights)) + "; lower --memory-dim";
   if (largest == "node state")
     return dataset + ": the node state of " + std::to_string(nodes) + " nodes x --memory-dim " +
-           std::to_string(o.memory_dim) + " needs about " +
-           format_bytes(std::uint64_t(e.node_state)) + "; lower --memory-dim";
+           std::to_string(o.memory_dim) +
+           (o.static_memory > 0 ? " and --static-memory " + std::to_string(o.static_memory)
+                                : std::string()) +
+           " needs about " + format_bytes(std::uint64_t(e.node_state)) +
+           (o.static_memory > 0 ? "; lower --memory-dim or --static-memory"
+                                : "; lower --memory-dim");
   if (largest == "stream" || largest == "indexes" || largest == "evaluation")
     return dataset + ": the events, their temporal indexes and evaluation scores need about " +
            format_bytes(std::uint64_t(e.stream + e.indexes + e.evaluation)) +

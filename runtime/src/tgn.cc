@@ -118,22 +118,25 @@ struct TgnRunState {
 
 // The options a checkpoint must have been made with to be resumed.
 json tgn_checkpoint_key(const TgnOptions& o, const Stream& s) {
-  return {{"model", to_string(o.model)},
-          {"memory_dim", o.memory_dim},
-          {"embed_dim", o.embed_dim},
-          {"time_dim", o.time_dim},
-          {"neighbors", o.neighbors},
-          {"neighbors_before", to_string(o.neighbors_before)},
-          {"batch_size", o.batch_size},
-          {"lr", o.lr},
-          {"seed", o.seed},
-          {"learn_time_frequencies", o.learn_time_frequencies},
-          {"max_train_events", o.max_train_events},
-          {"events", s.events},
-          {"nodes", s.nodes},
-          {"embedding", to_string(o.embedding)},
-          {"parallel", to_string(o.parallel)},
-          {"aggregator", to_string(o.aggregator)}};
+  json key = {{"model", to_string(o.model)},
+              {"memory_dim", o.memory_dim},
+              {"embed_dim", o.embed_dim},
+              {"time_dim", o.time_dim},
+              {"neighbors", o.neighbors},
+              {"neighbors_before", to_string(o.neighbors_before)},
+              {"batch_size", o.batch_size},
+              {"lr", o.lr},
+              {"seed", o.seed},
+              {"learn_time_frequencies", o.learn_time_frequencies},
+              {"max_train_events", o.max_train_events},
+              {"events", s.events},
+              {"nodes", s.nodes},
+              {"embedding", to_string(o.embedding)},
+              {"parallel", to_string(o.parallel)},
+              {"aggregator", to_string(o.aggregator)}};
+  // Only when on: checkpoints made before the option existed keep their key (and resume).
+  if (o.static_memory > 0) key["static_memory"] = o.static_memory;
+  return key;
 }
 
 // Rank 0 writes DIR/epoch-E (staged and renamed: a crash leaves the previous epoch intact), then

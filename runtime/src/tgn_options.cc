@@ -80,6 +80,15 @@ void TgnOptions::check() const {
   in(memory_dim, 1, kMaxTgnWidth, "--memory-dim");
   in(embed_dim, 1, kMaxTgnWidth, "--embed-dim");
   in(time_dim, 1, kMaxTgnWidth, "--time-dim");
+  in(static_memory, 0, kMaxTgnWidth, "--static-memory");
+  if (static_memory > 0 && model == TgnModel::kEdgebank)
+    throw ParamError("--static-memory needs a learned model: --model edgebank has no memory");
+  if (static_memory > 0 && embedding != TgnEmbedding::kAttention)
+    throw ParamError(
+        std::string("--static-memory joins the memory in the attention's inputs, and ") +
+        (model == TgnModel::kJodie ? "--model jodie (the time embedding)"
+                                   : std::string("--embedding ") + to_string(embedding)) +
+        " has no attention to combine them; use --model tgn --embedding attn");
   in(neighbors, 1, kMaxTgnNeighbors, "--neighbors");
   in(batch_size, 1, kMaxBatchSize, "--batch-size");
   in(epochs, 1, kMaxEpochs, "--epochs");
@@ -90,8 +99,11 @@ void TgnOptions::check() const {
   if (max_train_events < 0) throw ParamError("--max-train-events must be >= 0");
   in(eval_negatives, 0, kMaxEvalNegatives, "--eval-negatives");
   check_threads(threads, "--threads");
-  if ((memory_dim + time_dim) % heads != 0)
-    throw ParamError("memory-dim + time-dim must be a multiple of the 2 heads");
+  if ((memory_dim + static_memory + time_dim) % heads != 0)
+    throw ParamError(static_memory > 0
+                         ? "--memory-dim + --static-memory + --time-dim must be a multiple of "
+                           "the 2 heads"
+                         : "memory-dim + time-dim must be a multiple of the 2 heads");
   if (force && checkpoint.empty()) throw ParamError("--force needs --checkpoint DIR");
   if (force && resume)
     throw ParamError(

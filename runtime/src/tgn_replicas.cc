@@ -30,6 +30,7 @@ TgnConfig tgn_config(const TgnOptions& o) {
   c.memory_dim = o.memory_dim;
   c.embed_dim = o.embed_dim;
   c.time_dim = o.time_dim;
+  c.static_dim = o.static_memory;
   c.heads = o.heads;
   c.embedding = o.embedding;
   c.mean_messages = o.aggregator == TgnAggregator::kMean;

@@ -228,6 +228,27 @@ TEST(Distributed, TgnFourRanksEqualOneProcess) {
   }
 }
 
+// The static memory (--static-memory) is a parameter like the others: each rank adds the S
+// gradients of its slice's nodes, the all-reduce sums them, and 4 ranks still give one
+// process's losses.
+TEST(Distributed, TgnFourRanksWithStaticMemoryEqualOneProcess) {
+  TempDir t;
+  const std::string common =
+      " tgn train " + data("uci3k").string() + " --epochs 2 --static-memory 16 --lr 3e-3 -q --log ";
+  const Result one = shell(halo() + common + (t / "1.jsonl").string(), t / "1.out");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const Result many = shell(mpirun(4) + halo() + common + (t / "4.jsonl").string(), t / "4.out");
+  ASSERT_EQ(many.code, 0) << many.out;
+  const auto ea = epochs(read_log(t / "1.jsonl")), eb = epochs(read_log(t / "4.jsonl"));
+  ASSERT_EQ(ea.size(), 2u);
+  ASSERT_EQ(eb.size(), 2u);
+  for (const auto& [e, ra] : ea) {
+    EXPECT_LT(rel(ra["loss"], eb.at(e)["loss"]), 1e-4) << "epoch " << e;
+    EXPECT_NEAR(ra["valid_ap"].get<double>(), eb.at(e)["valid_ap"].get<double>(), 5e-3)
+        << "epoch " << e;
+  }
+}
+
 // DistTGL-style independent memories: 2 ranks each train on their half of the training events
 // (half the steps each) with their own memory, then evaluate together from the last segment's
 // memory. Not the same model as one process, but close in quality on this stream.

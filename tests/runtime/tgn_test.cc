@@ -56,6 +56,27 @@ TEST(Tgn, BatchGradientsMatchFiniteDifferences) {
   EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2) << "mean aggregator";
 }
 
+// With DistTGL's static memory the attention reads [memory ‖ S]: S's gradient (every row the
+// batch reads: queries and neighbours) and the attention's, now wider, match finite
+// differences too. Dropping the neighbours', the queries' or the merger's S gradient makes
+// this fail (checked by mutation).
+TEST(Tgn, StaticMemoryGradientsMatchFiniteDifferences) {
+  TempDir t;
+  const auto ds = uci_prefix(t, 400);
+  TgnOptions o;
+  o.memory_dim = 6;
+  o.embed_dim = 5;
+  o.time_dim = 4;
+  o.static_memory = 4;
+  o.neighbors = 3;
+  o.batch_size = 8;
+  o.lr = 1e-2f;
+  EXPECT_LT(tgn_gradient_check(ds, o, 20), 5e-2);
+  // S alone, tighter: its query path is a small part of its gradient (worst ~5e-4 here;
+  // dropping the query path gives ~3e-2).
+  EXPECT_LT(tgn_gradient_check(ds, o, 20, "static_memory"), 5e-3);
+}
+
 // The small model both leakage tests run: batches of 20, 4 neighbours.
 TgnOptions leakage_options() {
   TgnOptions o;
@@ -166,6 +187,18 @@ TEST(Tgn, EvalNegativesAddMrrWithoutChangingAp) {
   EXPECT_GT(ranked.test_mrr, chance + 0.1) << "chance " << chance;
 }
 
+// Resuming with o is refused because the checkpoint's options differ (not for another reason,
+// such as a parameter list of another length).
+void expect_other_options(const fs::path& ds, Communicator& comm, const TgnOptions& o) {
+  std::ostringstream sink;
+  try {
+    train_tgn(ds, comm, o, sink);
+    ADD_FAILURE() << "resumed a checkpoint of other options";
+  } catch (const ParamError& e) {
+    EXPECT_NE(std::string(e.what()).find("made with other options"), std::string::npos) << e.what();
+  }
+}
+
 // A run stopped after epoch 2 and resumed from its checkpoint ends exactly where an uninterrupted
 // 3-epoch run does; a checkpoint made with other options is refused.
 TEST(Tgn, ResumeFromACheckpointIsBitIdentical) {
@@ -193,6 +226,38 @@ TEST(Tgn, ResumeFromACheckpointIsBitIdentical) {
   EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
   o.lr = 2e-3f;
   EXPECT_THROW(train_tgn(ds, comm, o, sink), ParamError);
+  // A checkpoint made without the static memory is not resumed with it: S would start at zero
+  // in the middle of a run.
+  o.lr = 1e-3f;
+  o.static_memory = 4;
+  expect_other_options(ds, comm, o);
+}
+
+// The static memory is saved and restored with the other parameters: a resumed run with it
+// ends bit for bit where an uninterrupted one does, and its checkpoint is not resumed without.
+TEST(Tgn, ResumeWithStaticMemoryIsBitIdentical) {
+  TempDir t;
+  const auto ds = uci_prefix(t, 1000);
+  TgnOptions o;
+  o.memory_dim = o.embed_dim = o.time_dim = 16;
+  o.static_memory = 8;
+  o.quiet = true;
+  o.lr = 1e-3f;
+  o.epochs = 2;
+  LocalCommunicator comm;
+  std::ostringstream sink;
+  const TgnSummary whole = train_tgn(ds, comm, o, sink);
+  o.checkpoint = t / "ck";
+  o.epochs = 1;
+  train_tgn(ds, comm, o, sink);
+  o.epochs = 2;
+  o.resume = true;
+  const TgnSummary resumed = train_tgn(ds, comm, o, sink);
+  EXPECT_EQ(resumed.valid_ap, whole.valid_ap);
+  EXPECT_EQ(resumed.test_ap, whole.test_ap);
+  EXPECT_EQ(resumed.test_inductive_ap, whole.test_inductive_ap);
+  o.static_memory = 0;
+  expect_other_options(ds, comm, o);
 }
 
 // `halo tgn split`: the archive holds the dataset's events and exactly the split training makes

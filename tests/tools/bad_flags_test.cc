@@ -172,6 +172,27 @@ TEST_F(BadFlags, CountFlagsThatSizeAllocationsHaveRanges) {
   }
 }
 
+// --static-memory (DistTGL's static node memory) combines with TGN's attention only: with
+// EdgeBank (no memory), JODIE or the identity embedding (no attention to combine it), a width
+// out of range, or widths the 2 heads cannot split, the run is refused in one line before
+// anything is allocated or written.
+TEST_F(BadFlags, StaticMemoryCombinationsThatCannotBeAreRefused) {
+  for (const auto& [args, parts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"tgn train " + uci() + " --static-memory 100 --model edgebank",
+            {"--static-memory", "--model edgebank"}},
+           {"tgn train " + uci() + " --static-memory 100 --model jodie",
+            {"--static-memory", "--model jodie", "--embedding attn"}},
+           {"tgn train " + uci() + " --static-memory 100 --embedding identity",
+            {"--static-memory", "--embedding identity", "--embedding attn"}},
+           {"tgn train " + uci() + " --static-memory 65537", {"--static-memory", "[0, 65536]"}},
+           {"tgn train " + uci() + " --static-memory 1", {"--static-memory", "2 heads"}},
+       }) {
+    const test::Run r = halo(args + " --epochs 1 --log out.jsonl --checkpoint ck");
+    expect_one_line(r, 2, parts, args);
+    expect_nothing_written(args);
+  }
+}
+
 // ---- class 13: every numeric flag has a range -----------------------------------------------
 
 // A numeric flag as --help shows it: "--layers INT:[1, 1024]=2".

@@ -66,6 +66,11 @@ Action add_tgn(CLI::App& app) {
   cmd->add_option("--time-dim", o->time_dim, "Time encoding width")
       ->capture_default_str()
       ->check(int_range(1, kMaxTgnWidth));
+  cmd->add_option("--static-memory", o->static_memory,
+                  "DistTGL's static node memory: a learned row of this width per node, next to "
+                  "the memory in the attention (0 = off; --model tgn, --embedding attn)")
+      ->capture_default_str()
+      ->check(int_range(0, kMaxTgnWidth));
   cmd->add_option("--neighbors", o->neighbors, "Most recent neighbours attended to")
       ->capture_default_str()
       ->check(int_range(1, kMaxTgnNeighbors));

@@ -52,16 +52,20 @@ Tgn::Tgn(const EventStream& events, const TgnConfig& config)
       edge_dim_(events.de),
       embed_dim_(config.embedding == TgnEmbedding::kAttention ? config.embed_dim
                                                               : config.memory_dim),
+      node_dim_(memory_dim_ + config.static_dim),  // static memory: [memory ‖ S]
       time_encoder_(config.time_dim),
       memory_updater_(2 * memory_dim_ + edge_dim_ + time_dim_, memory_dim_, config.seed, 1),
-      attention_(memory_dim_, memory_dim_ + time_dim_, memory_dim_ + edge_dim_ + time_dim_,
-                 embed_dim_, config.heads, config.seed, 2),
+      attention_(node_dim_, node_dim_ + time_dim_, node_dim_ + edge_dim_ + time_dim_, embed_dim_,
+                 config.heads, config.seed, 2),
       pred_w1_(make_param(2 * embed_dim_, embed_dim_, "pred.w1")),
       pred_b1_(make_param(1, embed_dim_, "pred.b1")),
       pred_w2_(make_param(embed_dim_, 1, "pred.w2")),
       pred_b2_(make_param(1, 1, "pred.b2")),
       time_proj_w_(make_param(1, memory_dim_, "time_proj.w")),
-      time_proj_b_(make_param(1, memory_dim_, "time_proj.b")) {
+      time_proj_b_(make_param(1, memory_dim_, "time_proj.b")),
+      static_memory_(events.nodes, config.static_dim) {
+  if (config.static_dim > 0 && config.embedding != TgnEmbedding::kAttention)
+    throw std::logic_error("tgn: the static memory joins the memory in the attention only");
   source_gap_statistics(events, gap_mean_, gap_std_);
   const PhiloxKey key = philox_key(config.seed, kStreamInit + 3);
   auto init = [&](Param& p, std::uint64_t off) {
@@ -90,6 +94,7 @@ std::vector<Param*> Tgn::params() {
   if (config_.embedding == TgnEmbedding::kTime)
     for (Param* p : {&time_proj_w_, &time_proj_b_}) out.push_back(p);
   for (Param* p : {&pred_w1_, &pred_b1_, &pred_w2_, &pred_b2_}) out.push_back(p);
+  if (static_memory_.dim() > 0) out.push_back(&static_memory_.param());  // static memory: last
   return out;
 }
 
@@ -249,12 +254,15 @@ const float* Tgn::memory_of(NodeId v) const {
 }
 
 // Step 2 with attention. Keys and values are [memory of the neighbour ‖ edge features ‖ φ(Δt)];
-// the memory part goes to the attention once per distinct neighbour of the batch.
+// the memory part goes to the attention once per distinct neighbour of the batch. With the
+// static memory a node's part is [memory ‖ S] (dn = dm + D wide) in the queries, the merger's
+// input and the neighbours' rows.
 void Tgn::embed_by_attention(Backend& be) {
-  const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_;
+  const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_,
+                     dn = node_dim_;
   const int k = shape_.neighbors;
-  queries_.resize(Q, dm + dt);
-  query_memory_.resize(Q, dm);
+  queries_.resize(Q, dn + dt);
+  query_memory_.resize(Q, dn);
   slot_neighbor_.assign(static_cast<std::size_t>(Q * k), -1);
   distinct_neighbors_.clear();
   for (std::int64_t i = 0; i < Q; ++i)
@@ -268,10 +276,10 @@ void Tgn::embed_by_attention(Backend& be) {
       slot_neighbor_[r] = neighbor_row_[std::size_t(v)];
     }
   const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
-  neighbor_memory_.resize(nu, dm);
+  neighbor_memory_.resize(nu, dn);
   for (std::int64_t u = 0; u < nu; ++u) {
     std::copy_n(memory_of(distinct_neighbors_[std::size_t(u)]), dm,
-                neighbor_memory_.data() + u * dm);
+                neighbor_memory_.data() + u * dn);
     neighbor_row_[std::size_t(distinct_neighbors_[std::size_t(u)])] = -1;
   }
   slot_features_.resize(Q * k, de + dt);
@@ -279,8 +287,8 @@ void Tgn::embed_by_attention(Backend& be) {
   for (std::int64_t i = 0; i < Q; ++i) {
     const float* m = memory_of(query_nodes_[std::size_t(i)]);
     std::copy_n(m, dm, queries_.data() + i * queries_.cols());
-    std::copy_n(time_codes_.data() + i * dt, dt, queries_.data() + i * queries_.cols() + dm);
-    std::copy_n(m, dm, query_memory_.data() + i * dm);
+    std::copy_n(time_codes_.data() + i * dt, dt, queries_.data() + i * queries_.cols() + dn);
+    std::copy_n(m, dm, query_memory_.data() + i * dn);
     for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {  // padded slots are never read
       const std::size_t r = std::size_t(i * k + j);
       float* row = slot_features_.data() + std::int64_t(r) * slot_features_.cols();
@@ -288,6 +296,10 @@ void Tgn::embed_by_attention(Backend& be) {
       std::copy_n(time_codes_.data() + (Q + std::int64_t(r)) * dt, dt, row + de);
     }
   }
+  // Static memory call site (static_memory.h): S's rows after the memory's columns.
+  static_memory_.fill(query_nodes_.data(), Q, queries_, dm);
+  static_memory_.fill(query_nodes_.data(), Q, query_memory_, dm);
+  static_memory_.fill(distinct_neighbors_.data(), nu, neighbor_memory_, dm);
   KeyValueInput kv;
   kv.nodes = neighbor_memory_.view();
   kv.node = slot_neighbor_.data();
@@ -394,22 +406,28 @@ void Tgn::add_memory_gradient(NodeId v, const float* g) {
 
 // Backward through the attention into the memories and the queries' and neighbours' time codes.
 void Tgn::backward_attention(Backend& be) {
-  const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_;
+  const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_,
+                     dn = node_dim_;
   const int k = shape_.neighbors;
   attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_,
                       d_query_memory_);
   for (std::int64_t i = 0; i < Q; ++i) {
     add_memory_gradient(query_nodes_[std::size_t(i)], d_queries_.data() + i * d_queries_.cols());
-    add_memory_gradient(query_nodes_[std::size_t(i)], d_query_memory_.data() + i * dm);
-    std::copy_n(d_queries_.data() + i * d_queries_.cols() + dm, dt, d_time_codes_.data() + i * dt);
+    add_memory_gradient(query_nodes_[std::size_t(i)], d_query_memory_.data() + i * dn);
+    std::copy_n(d_queries_.data() + i * d_queries_.cols() + dn, dt, d_time_codes_.data() + i * dt);
     for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
       const std::int64_t r = i * k + j;
       std::copy_n(d_slots_.data() + r * d_slots_.cols() + de, dt,
                   d_time_codes_.data() + (Q + r) * dt);
     }
   }
-  for (std::int64_t u = 0; u < std::int64_t(distinct_neighbors_.size()); ++u)
-    add_memory_gradient(distinct_neighbors_[std::size_t(u)], d_neighbor_memory_.data() + u * dm);
+  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
+  for (std::int64_t u = 0; u < nu; ++u)
+    add_memory_gradient(distinct_neighbors_[std::size_t(u)], d_neighbor_memory_.data() + u * dn);
+  // Static memory call site (static_memory.h): S's columns of the same three gradients.
+  static_memory_.add_gradient(query_nodes_.data(), Q, d_queries_, dm);
+  static_memory_.add_gradient(query_nodes_.data(), Q, d_query_memory_, dm);
+  static_memory_.add_gradient(distinct_neighbors_.data(), nu, d_neighbor_memory_, dm);
 }
 
 // Backward through the identity or time projection into the memories (and w, b of the latter).

@@ -59,6 +59,10 @@ struct TgnOptions {
   // steps per epoch, at an accuracy cost the benchmarks measure).
   TgnParallel parallel = TgnParallel::kExact;
   std::int64_t memory_dim = 100, embed_dim = 100, time_dim = 100;
+  // DistTGL's static node memory: a learned D-wide row per node next to the dynamic memory in
+  // the attention's inputs (gnn/temporal/static_memory.h); 0 = off. --model tgn with attention
+  // only. Costs nodes x D x 4 floats (value, gradient, Adam's moments).
+  std::int64_t static_memory = 0;
   int neighbors = 10, heads = 2;
   // Which earlier events the attention may see: "event" (TGN's protocol: events strictly before
   // each event's own time, so earlier events of the same batch count) or "batch" (only events
@@ -129,7 +133,8 @@ std::vector<float> tgn_batch_scores(std::int64_t nodes, const std::vector<NodeId
 // Self-check for the tests: trains `batches` batches of a tiny model on the dataset's first
 // events, then compares the analytic gradients of the next batch's loss (memory update, time
 // encoding, attention, predictor) with central differences; returns the worst relative error.
+// With `only`, of the parameter of that name alone.
 double tgn_gradient_check(const std::filesystem::path& dataset, const TgnOptions& opt,
-                          std::int64_t batches);
+                          std::int64_t batches, const std::string& only = "");
 
 }  // namespace halo

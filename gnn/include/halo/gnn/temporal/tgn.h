@@ -21,6 +21,7 @@
 #include "halo/gnn/temporal/layers.h"
 #include "halo/gnn/temporal/memory.h"
 #include "halo/gnn/temporal/sampler.h"
+#include "halo/gnn/temporal/static_memory.h"
 
 namespace halo {
 
@@ -38,6 +39,9 @@ struct TgnConfig {
   bool mean_messages = false;           // the "mean" aggregator ("last" otherwise)
   bool neighbors_before_batch = false;  // attention sees events before the batch, not the event
   bool learn_time_frequencies = false;
+  // DistTGL's static node memory width D (0 = off): [memory ‖ S] is the attention's node input
+  // (static_memory.h). Attention only.
+  std::int64_t static_dim = 0;
   std::uint64_t seed = 0;
 };
 
@@ -105,6 +109,7 @@ class Tgn {
   const EventStream& events_;
   const TgnConfig config_;
   std::int64_t memory_dim_, time_dim_, edge_dim_, embed_dim_;
+  std::int64_t node_dim_;  // a node's row in the attention: memory, then static memory
   TimeEncoder time_encoder_;
   GruCell memory_updater_;
   TemporalAttention attention_;
@@ -113,6 +118,7 @@ class Tgn {
   double gap_mean_ = 0, gap_std_ = 1;            // of the gaps between a source's events
   NodeMemory memory_;
   MessageStore messages_;
+  StaticMemory static_memory_;
 
   BatchShape shape_;
   // Per-batch buffers, kept so that their memory is reused rather than allocated and faulted in
