@@ -14,6 +14,7 @@ negatives are the same).
     build/bin/halo tgn split /tmp/uci -o /tmp/uci-split.npz
     /tmp/dgl/bin/python tools/bench/tgn_pyg.py /tmp/uci-split.npz --epochs 5 --threads 2
     /tmp/dgl/bin/python tools/bench/tgn_pyg.py /tmp/uci-split.npz --edgebank
+    python3 tools/bench/tgn_pyg.py /tmp/uci-split.npz --device cuda   # on a GPU (peak_gpu_mb)
 
 Not yet a reference (#22): its EdgeBank figures equal halo's to the last digit, but its TGN reaches
 test AP 0.70 at its best validation epoch (the first; validation AP falls after it), where
@@ -158,6 +159,9 @@ def run_tgn(a, d, log):
     from torch_geometric.nn.models.tgn import IdentityMessage, LastAggregator, LastNeighborLoader
 
     import_rss = rss_mb()
+    dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no GPU")
     torch.set_num_threads(a.threads)
     torch.use_deterministic_algorithms(a.deterministic)
     torch.manual_seed(a.seed)
@@ -179,6 +183,9 @@ def run_tgn(a, d, log):
     inductive = d["inductive"] != 0
     train_ids = torch.from_numpy(np.nonzero(d["train_keep"][:train_end])[0])
     tr_src, tr_dst, tr_t, tr_msg = src[train_ids], dst[train_ids], t[train_ids], msg[train_ids]
+    # Everything the batches index lives where the model computes (PyG's example on CUDA).
+    src, dst, t, msg, eval_neg = (x.to(dev) for x in (src, dst, t, msg, eval_neg))
+    tr_src, tr_dst, tr_t, tr_msg = (x.to(dev) for x in (tr_src, tr_dst, tr_t, tr_msg))
     n_train = len(train_ids)
     n_run = min(n_train, a.max_train_events) if a.max_train_events > 0 else n_train
 
@@ -209,19 +216,20 @@ def run_tgn(a, d, log):
 
     gnn = GraphAttentionEmbedding(mem_dim, emb_dim, msg.size(-1), memory.time_enc)
     pred = LinkPredictor(emb_dim)
+    memory, gnn, pred = memory.to(dev), gnn.to(dev), pred.to(dev)
     params = list(memory.parameters()) + list(gnn.parameters()) + list(pred.parameters())
     params = list({id(p): p for p in params}.values())  # time_enc is shared
     opt = torch.optim.Adam(params, lr=a.lr)
     bce = torch.nn.BCEWithLogitsLoss()
-    loader = LastNeighborLoader(nodes, size=a.neighbors)
-    assoc = torch.empty(nodes, dtype=torch.long)
+    loader = LastNeighborLoader(nodes, size=a.neighbors, device=dev)
+    assoc = torch.empty(nodes, dtype=torch.long, device=dev)
 
     def scores(s, d_, n, ts, ms):
         """Logits of (s, d_) and (s, n) from memory and neighbours before this batch; ts, ms:
         the times and messages the loader's event ids index."""
         n_id = torch.cat([s, d_, n]).unique()
         n_id, edge_index, e_id = loader(n_id)
-        assoc[n_id] = torch.arange(n_id.size(0))
+        assoc[n_id] = torch.arange(n_id.size(0), device=dev)
         z, last_update = memory(n_id)
         z = gnn(z, last_update, edge_index, ts[e_id], ms[e_id])
         return pred(z[assoc[s]], z[assoc[d_]]), pred(z[assoc[s]], z[assoc[n]])
@@ -235,7 +243,7 @@ def run_tgn(a, d, log):
         start = time.perf_counter()
         for b0 in range(0, n_run, batch):
             s, d_ = tr_src[b0:b0 + batch], tr_dst[b0:b0 + batch]
-            n = torch.randint(0, nodes, (len(s),), generator=gen)
+            n = torch.randint(0, nodes, (len(s),), generator=gen).to(dev)
             opt.zero_grad()
             pos, neg = scores(s, d_, n, tr_t, tr_msg)
             loss = bce(pos, torch.ones_like(pos)) + bce(neg, torch.zeros_like(neg))
@@ -244,7 +252,9 @@ def run_tgn(a, d, log):
             loss.backward()
             opt.step()
             memory.detach()
-            total += float(loss) * len(s)
+            total += float(loss) * len(s)  # float() waits for the GPU: the time below is whole
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         return total / max(1, n_run), time.perf_counter() - start
 
     @torch.no_grad()
@@ -262,7 +272,7 @@ def run_tgn(a, d, log):
                 b1 = min(hi, b0 + batch)
                 s, d_ = src[b0:b1], dst[b0:b1]
                 pos, neg = scores(s, d_, eval_neg[b0:b1], t, msg)
-                pos, neg = pos.sigmoid().view(-1).numpy(), neg.sigmoid().view(-1).numpy()
+                pos, neg = pos.sigmoid().view(-1).cpu().numpy(), neg.sigmoid().view(-1).cpu().numpy()
                 if not (np.isfinite(pos).all() and np.isfinite(neg).all()):
                     raise SystemExit(f"epoch {epoch}: non-finite scores; the model diverged")
                 sc.add(pos, neg, inductive[b0:b1])
@@ -300,7 +310,11 @@ def run_tgn(a, d, log):
         summary["best_epoch"] = best["epoch"]
     summary.update(epochs=len(speeds),
                    events_per_s=sorted(speeds)[len(speeds) // 2],  # halo's median epoch
-                   epoch_events_per_s=speeds, train_events=n_run, import_rss_mb=import_rss)
+                   epoch_events_per_s=speeds, train_events=n_run, import_rss_mb=import_rss,
+                   device=a.device)
+    if dev.type == "cuda":
+        summary["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20
+        summary["peak_gpu_reserved_mb"] = torch.cuda.max_memory_reserved() / 2**20
     return summary
 
 
@@ -309,6 +323,8 @@ def main():
     p.add_argument("split", help=".npz written by `halo tgn split DATASET -o FILE.npz`")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="where the model, memory, neighbour loader and events live")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the summary line here")
     p.add_argument("--edgebank", action="store_true", help="score EdgeBank-infinity instead")
