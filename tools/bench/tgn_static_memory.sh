@@ -3,14 +3,15 @@
 # at batch sizes 200, 600 and 2,000, on 1 rank and on RANKS ranks with --parallel segments
 # (DistTGL's setting: each rank trains on its own time segment with its own memory and the
 # gradients are averaged, so the global batch is RANKS x the per-rank batch). --parallel exact
-# is not run: it is the same model as 1 rank, bit for bit. Streams: the bundled UCI messages
-# and a generated stream of UCI's size (tools/bench/tgn_stream.py: Zipf-active sources, half of
-# the events repeating an earlier partner). Prints a markdown table; each run's JSON-lines log
-# stays in WORKDIR.
+# is not run: it is the same model as 1 rank (losses within 1e-4; Distributed tests). Streams: UCI
+# messages (bundled) and a generated stream of its size (tools/bench/tgn_stream.py: Zipf-active
+# sources, half of the events repeating an earlier partner). Prints a markdown table; each run's
+# JSON-lines log stays in WORKDIR.
 #
 #   tools/bench/tgn_static_memory.sh [WORKDIR]
 #   env: EPOCHS (10), D (100), RANKS (4), BATCHES ("200 600 2000"), STREAMS ("uci synthetic"),
-#        SEED (0: the model's initialisation and the training negatives), THREADS (1 per rank),
+#        SEED (0; it draws the held-out new nodes, the initialisation and the training
+#        negatives: a second seed shows how much of a difference is noise), THREADS (1 per rank),
 #        BIN (build/bin)
 # Needs, beyond `make`: Debian's python3-numpy (the stream generator) and mpirun.
 set -euo pipefail
@@ -32,6 +33,8 @@ if [[ ! -d $work/synthetic ]]; then
   "$bin/halo" convert "$work/synthetic.txt" --format konect -o "$work/synthetic" > /dev/null 2>&1
   rm -f "$work/synthetic.txt"
 fi
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') x $(nproc); $epochs epochs (patience 5), D = $dim, seed $seed"
+echo
 echo "| stream | ranks | batch per rank (global) | static memory | valid AP | test AP | test AP, new nodes | best epoch / run | wall s |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for stream in $streams; do
