@@ -11,7 +11,9 @@
 #      ranks sharing the GPU vs 1 rank, the communication savers on GPU ranks vs CPU ranks,
 #      `halo predict` on the GPU vs the CPU; skipped tests are listed by name, and a skipped
 #      NCCL test fails the check (on this machine it must run);
-#   3. with time left, the training with TF32 GEMMs, for the record.
+#   3. TGN on UCI (once `halo tgn train` takes --device, #36): CUDA against the CPU path and
+#      against PyG's TGN on the same GPU;
+#   4. with time left, the training with TF32 GEMMs, for the record.
 #
 #   OUT=$OUT bash tools/gpu-check.sh      (device tool: carry .gpu-bundle.tar.xz, timeout_s 480)
 #
@@ -20,7 +22,9 @@
 # each step. Each step has its own time limit, clipped to an overall budget
 # (GPU_CHECK_BUDGET_S, default 420 s: with the tool's start-up this leaves room for a second run
 # in 15 minutes of device time); the limits below add up to the budget (10 + 15, benchmark
-# 60 + 55 + 75 + 35, tests 35 + 30 + 15 + 40 + 20, TF32 30), and a failed step does not stop
+# 60 + 55 + 75 + 35, tests 35 + 30 + 15 + 40 + 20, TF32 30) while the TGN section waits for
+# #36; once it runs (10 + 25 + 25 + 10 + 40 more), steps that finish early leave it their time
+# and TF32, last, is what a full run skips. A failed step does not stop
 # the others. Halo's binaries get the bundle's libraries (LD_LIBRARY_PATH); Python does
 # not, so PyTorch loads its own CUDA libraries. tools/gpu-check-rehearse.sh runs all of this on
 # a machine without a GPU, made to look like the GPU machine.
@@ -202,6 +206,60 @@ HALO_COMM_TIMEOUT_S=3 tests nccl-deadline runtime_tests 'NcclGpu.InitWithAMissin
 tests distributed-tests distributed_tests 'DistributedGpu*' 40
 tests predict-tests predict_tests 'PredictGpu*' 20
 unset HALO_CUDA_SYNC
+
+say "== TGN on the GPU (UCI)"
+# halo tgn train on CUDA against the CPU path (3 epochs: losses within 1e-3 relative, test AP
+# within 0.005) and against PyG's TGN on the same GPU and split (events/s, peak GPU memory, AP).
+# Only once halo tgn train takes --device (#36); before that the section says so and costs
+# nothing.
+uci=$work/uci
+if ! "$b/bin/halo" tgn train --help 2>/dev/null | grep -q -- '--device'; then
+  say "SKIP tgn: this halo tgn train has no --device (#36: the model is not yet on the GPU)"
+else
+  [[ -f $uci/meta.json ]] ||
+    step uci-convert 10 "$b/bin/halo" convert "$repo/datasets/uci-messages/graph.txt" --format konect -o "$uci" ||
+    fail uci-convert "halo convert of UCI failed"
+  step tgn-cuda 25 "$b/bin/halo" tgn train "$uci" --device cuda --epochs 3 -q --log "$logs/tgn-cuda.jsonl" ||
+    fail tgn-cuda "halo tgn train --device cuda failed"
+  step tgn-cpu 25 "$b/bin/halo" tgn train "$uci" --device cpu --epochs 3 -q --log "$logs/tgn-cpu.jsonl" ||
+    fail tgn-cpu "halo tgn train on the CPU failed"
+  step tgn-split 10 "$b/bin/halo" tgn split "$uci" -o "$work/uci-split.npz" || fail tgn-split "halo tgn split failed"
+  STEP_LD=$py_ld step tgn-pyg 40 python3 "$repo/tools/bench/tgn_pyg.py" "$work/uci-split.npz" --device cuda \
+    --epochs 3 --json "$logs/tgn-pyg.json" || fail tgn-pyg "the PyG TGN run failed"
+  python3 - "$logs/tgn-cuda.jsonl" "$logs/tgn-cpu.jsonl" "$logs/tgn-pyg.json" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+
+def records(path):
+    try:
+        return [json.loads(l) for l in open(path) if l.startswith("{")]
+    except (OSError, ValueError):
+        return []
+
+gpu, cpu, pyg = (records(p) for p in sys.argv[1:4])
+gl = [r["loss"] for r in gpu if r.get("type") == "epoch"]
+cl = [r["loss"] for r in cpu if r.get("type") == "epoch"]
+gs = next((r for r in gpu if r.get("type") == "summary"), None)
+cs = next((r for r in cpu if r.get("type") == "summary"), None)
+if gs and cs and len(gl) == len(cl) > 0:
+    worst = max(abs(a - b) / abs(b) for a, b in zip(gl, cl))
+    dap = abs(gs["test_ap"] - cs["test_ap"])
+    ok = worst <= 1e-3 and dap <= 0.005
+    print(f"tgn cuda vs cpu: losses within {worst:.2e} relative (<= 1e-3), test AP {gs['test_ap']:.4f} "
+          f"vs {cs['test_ap']:.4f} (<= 0.005): {'ok' if ok else 'FAIL'}")
+    print(f"halo tgn cuda: {gs['events_per_s']:.0f} events/s, peak GPU {gs.get('peak_gpu_mb', 0):.0f} MiB; "
+          f"cpu (16 cores): {cs['events_per_s']:.0f} events/s")
+else:
+    print("tgn cuda vs cpu: FAIL (missing logs; see tgn-cuda.txt, tgn-cpu.txt)")
+p = pyg[-1] if pyg else None
+if p and gs:
+    print(f"PyG TGN (cuda): {p['events_per_s']:.0f} events/s, peak GPU {p.get('peak_gpu_mb', 0):.0f} MiB, "
+          f"test AP {p.get('test_ap', float('nan')):.4f}; halo / PyG events/s "
+          f"{gs['events_per_s'] / p['events_per_s']:.2f} (target >= 4)")
+else:
+    print("PyG TGN (cuda): no result (see tgn-pyg.txt)")
+PY
+  grep -q "tgn cuda vs cpu: FAIL" "$summary" && fail tgn-compare "CUDA and CPU TGN differ (see above)"
+fi
 
 say "== for the record"
 # The same training with TF32 tensor-op GEMMs, with what time is left.
