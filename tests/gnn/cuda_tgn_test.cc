@@ -9,12 +9,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "halo/gnn/backend.h"
 #include "halo/gnn/device.h"
+#include "halo/gnn/op_profile.h"
 #include "halo/gnn/temporal/sampler.h"
 #include "halo/gnn/temporal/tgn.h"
 
@@ -146,6 +149,74 @@ TEST_F(CudaTgnTest, JodieAndIdentityBatchesMatchCpu) {
   compare(small(TgnEmbedding::kTime, false, 0), "jodie, last");
   compare(small(TgnEmbedding::kTime, true, 0), "jodie, mean");
   compare(small(TgnEmbedding::kIdentity, true, 0), "identity, mean");
+}
+
+}  // namespace
+}  // namespace halo
+
+namespace halo {
+namespace {
+
+// One training batch and its commit run as Backend ops only: their calls, op by op, as
+// --profile counts them (the model's launch budget on a GPU; tgn.h states the uploads). The
+// attention model with the "last" aggregator and edge features, a batch whose pending nodes
+// have messages; on the CPU, so it runs everywhere.
+TEST(TgnOps, ATrainingBatchIsTheseOps) {
+  const Stream st;
+  const TemporalCsr g = build_temporal_csr(st.s.nodes, st.s.src, st.s.dst, st.s.time, 240);
+  RecentSampler sampler(g, 4);
+  Tgn model(st.s, small(TgnEmbedding::kAttention, false, 0));
+  Backend& be = cpu_backend();
+  auto run = [&](std::int64_t b, OpProfile* profile) {
+    std::vector<std::int64_t> ids;
+    std::vector<NodeId> neg;
+    for (std::int64_t e = b * 40; e < b * 40 + 40; ++e) {
+      ids.push_back(e);
+      neg.push_back(NodeId((e * 13) % 50));
+    }
+    std::vector<float> pos, negs;
+    std::unique_ptr<ProfileScope> scope;
+    if (profile) scope = std::make_unique<ProfileScope>(*profile);
+    model.score(be, sampler, ids, {0, 40}, neg, true, &pos, &negs);
+    model.commit(ids);
+  };
+  run(0, nullptr);  // the second batch's pending nodes have messages
+  OpProfile profile;
+  run(1, &profile);
+  std::map<std::string, std::int64_t> calls;
+  std::int64_t total = 0;
+  for (const auto& [op, e] : profile.totals()) {
+    calls[op] = e.calls;
+    total += e.calls;
+  }
+  // The model's own: 14 row gathers, 13 column copies, 3 message sums, 1 spread, 4 row writes
+  // (commit), 1 scatter-add (the memory gradients); the rest are the layers' and the MLP's.
+  EXPECT_EQ(calls, (std::map<std::string, std::int64_t>{{"add", 8},
+                                                        {"add_bias", 8},
+                                                        {"column_sums", 8},
+                                                        {"copy", 6},
+                                                        {"copy_columns", 13},
+                                                        {"fill", 2},
+                                                        {"gather_rows", 1},
+                                                        {"gather_rows_into", 14},
+                                                        {"gemm", 42},
+                                                        {"gru_gates", 1},
+                                                        {"gru_gates_backward", 1},
+                                                        {"mask_rows", 2},
+                                                        {"merge_heads", 4},
+                                                        {"relu", 2},
+                                                        {"relu_backward", 2},
+                                                        {"scatter_add_rows", 2},
+                                                        {"scatter_add_rows_from", 1},
+                                                        {"scatter_rows", 4},
+                                                        {"split_heads", 4},
+                                                        {"spread_rows", 1},
+                                                        {"sum_rows_into", 3},
+                                                        {"tgat_attend", 1},
+                                                        {"tgat_attend_backward", 1},
+                                                        {"time_encode", 1},
+                                                        {"time_encode_backward", 1}}));
+  EXPECT_EQ(total, 133);
 }
 
 }  // namespace
