@@ -460,6 +460,35 @@ void Backend::scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_
   timed(*this, op, [&] { do_scatter_rows(src, idx, n, dst); });
 }
 
+void Backend::sum_rows_into(const MatrixView& src, const std::int32_t* first,
+                            const std::int32_t* rows, const std::int32_t* divisor, std::int64_t n,
+                            const MatrixView& dst, std::int64_t dst_col) {
+  const char* op = "sum_rows_into";
+  check_count(op, "n", n);
+  check_count(op, "dst_col", dst_col);
+  if (n > dst.rows || dst_col + src.cols > dst.cols)
+    shape_error(op, "n <= dst.rows, dst_col + src.cols <= dst.cols",
+                {operand("src", src), {"n", n, 1}, {"dst_col", dst_col, 1}, operand("dst", dst)});
+  check_device(*this, op, "src", src);
+  check_device(*this, op, "dst", dst);
+  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  timed(*this, op, [&] { do_sum_rows_into(src, first, rows, divisor, n, dst, dst_col); });
+}
+
+void Backend::spread_rows(const MatrixView& src, std::int64_t src_col, const std::int32_t* first,
+                          const std::int32_t* count, std::int64_t n, const MatrixView& dst) {
+  const char* op = "spread_rows";
+  check_count(op, "n", n);
+  check_count(op, "src_col", src_col);
+  if (n > src.rows || src_col + dst.cols > src.cols)
+    shape_error(op, "n <= src.rows, src_col + dst.cols <= src.cols",
+                {operand("src", src), {"src_col", src_col, 1}, {"n", n, 1}, operand("dst", dst)});
+  check_device(*this, op, "src", src);
+  check_device(*this, op, "dst", dst);
+  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  timed(*this, op, [&] { do_spread_rows(src, src_col, first, count, n, dst); });
+}
+
 namespace {
 
 // A graph-attention op's shape rule (ok) as shape_error reports it when it fails.

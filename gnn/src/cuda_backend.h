@@ -130,6 +130,11 @@ class CudaBackend final : public Backend {
                                 const NodeId* idx, std::int64_t n, const MatrixView& dst) override;
   void do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                        const MatrixView& dst) override;
+  void do_sum_rows_into(const MatrixView& src, const std::int32_t* first, const std::int32_t* rows,
+                        const std::int32_t* divisor, std::int64_t n, const MatrixView& dst,
+                        std::int64_t dst_col) override;
+  void do_spread_rows(const MatrixView& src, std::int64_t src_col, const std::int32_t* first,
+                      const std::int32_t* count, std::int64_t n, const MatrixView& dst) override;
   void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t) override;
   void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a, const MatrixView& dt,
                                  const MatrixView& dz, const MatrixView& da) override;

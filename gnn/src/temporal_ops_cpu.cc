@@ -191,4 +191,39 @@ void CpuBackend::do_scatter_rows(const MatrixView& src, const NodeId* idx, std::
       std::memcpy(dst.row(idx[i]), src.row(i), sizeof(float) * std::size_t(src.cols));
 }
 
+void CpuBackend::do_sum_rows_into(const MatrixView& src, const std::int32_t* first,
+                                  const std::int32_t* rows, const std::int32_t* divisor,
+                                  std::int64_t n, const MatrixView& dst, std::int64_t dst_col) {
+  const std::int64_t d = src.cols;
+#pragma omp parallel for schedule(static) if (n * d > 65536)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* out = dst.row(i) + dst_col;
+    const std::int64_t r0 = first[i], nr = rows ? rows[i] : 1;
+    std::copy_n(src.row(r0), d, out);
+    for (std::int64_t m = 1; m < nr; ++m) {
+      const float* s = src.row(r0 + m);
+      for (std::int64_t c = 0; c < d; ++c) out[c] += s[c];
+    }
+    if (divisor) {
+      const float inv = 1.f / float(divisor[i]);
+      for (std::int64_t c = 0; c < d; ++c) out[c] *= inv;
+    }
+  }
+}
+
+void CpuBackend::do_spread_rows(const MatrixView& src, std::int64_t src_col,
+                                const std::int32_t* first, const std::int32_t* count,
+                                std::int64_t n, const MatrixView& dst) {
+  const std::int64_t d = dst.cols;
+#pragma omp parallel for schedule(static) if (n * d > 65536)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* s = src.row(i) + src_col;
+    const float cnt = float(count[i]);
+    for (std::int64_t m = 0; m < count[i]; ++m) {
+      float* out = dst.row(std::int64_t(first[i]) + m);
+      for (std::int64_t c = 0; c < d; ++c) out[c] = s[c] / cnt;
+    }
+  }
+}
+
 }  // namespace halo

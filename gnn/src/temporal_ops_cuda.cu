@@ -178,6 +178,33 @@ __global__ void scatter_rows_kernel(const float* src, const NodeId* idx, std::in
   }
 }
 
+// One thread per output element: its row's sum left to right from the first row, then the
+// scale (the CPU's float order).
+__global__ void sum_rows_into_kernel(const float* src, std::int64_t d, const std::int32_t* first,
+                                     const std::int32_t* rows, const std::int32_t* divisor,
+                                     std::int64_t n, float* dst, std::int64_t dst_cols,
+                                     std::int64_t dst_col) {
+  for (std::int64_t t = grid_start(); t < n * d; t += grid_stride()) {
+    const std::int64_t i = div_of(t, d), c = t - i * d;
+    const std::int64_t r0 = first[i], nr = rows ? rows[i] : 1;
+    float s = src[r0 * d + c];
+    for (std::int64_t m = 1; m < nr; ++m) s += src[(r0 + m) * d + c];
+    if (divisor) s *= 1.f / float(divisor[i]);
+    dst[i * dst_cols + dst_col + c] = s;
+  }
+}
+
+// One thread per (source row, column): writes that value to each of the row's count[i] rows.
+__global__ void spread_rows_kernel(const float* src, std::int64_t src_cols, std::int64_t src_col,
+                                   const std::int32_t* first, const std::int32_t* count,
+                                   std::int64_t n, float* dst, std::int64_t d) {
+  for (std::int64_t t = grid_start(); t < n * d; t += grid_stride()) {
+    const std::int64_t i = div_of(t, d), c = t - i * d;
+    const float v = __fdiv_rn(src[i * src_cols + src_col + c], float(count[i]));
+    for (std::int64_t m = 0; m < count[i]; ++m) dst[(std::int64_t(first[i]) + m) * d + c] = v;
+  }
+}
+
 }  // namespace
 
 void CudaBackend::do_time_encode(const double* dt, std::int64_t n, const float* w, const float* b,
@@ -293,6 +320,24 @@ void CudaBackend::do_scatter_rows(const MatrixView& src, const NodeId* idx, std:
   if (n <= 0 || src.cols == 0) return;
   scatter_rows_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(src.data, idx, n, src.cols,
                                                                         dst.data);
+  check_launch(__func__);
+}
+
+void CudaBackend::do_sum_rows_into(const MatrixView& src, const std::int32_t* first,
+                                   const std::int32_t* rows, const std::int32_t* divisor,
+                                   std::int64_t n, const MatrixView& dst, std::int64_t dst_col) {
+  if (n <= 0 || src.cols == 0) return;
+  sum_rows_into_kernel<<<grid_for(n * src.cols), kThreads, 0, stream_>>>(
+      src.data, src.cols, first, rows, divisor, n, dst.data, dst.cols, dst_col);
+  check_launch(__func__);
+}
+
+void CudaBackend::do_spread_rows(const MatrixView& src, std::int64_t src_col,
+                                 const std::int32_t* first, const std::int32_t* count,
+                                 std::int64_t n, const MatrixView& dst) {
+  if (n <= 0 || dst.cols == 0) return;
+  spread_rows_kernel<<<grid_for(n * dst.cols), kThreads, 0, stream_>>>(
+      src.data, src.cols, src_col, first, count, n, dst.data, dst.cols);
   check_launch(__func__);
 }
 

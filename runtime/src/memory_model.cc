@@ -744,6 +744,13 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double eve
   if (attention)
     bwd += 4 * (qt * z + qt * (dq + nd) + 4 * qt * dq + 2 * svt * dq + 2 * h * qt * ds) +
            8 * h * qt + 4 * (2 * ut * dq + svt * ds + qt * dq + ut * nd + qt * nd);
+  // The model's row-op buffers (tgn.cc): the batch's int32 index pack (pending nodes and their
+  // messages, queries, slots, distinct neighbours, pairs; when training, the memory gradients'
+  // routing), the memory gradients gathered in the host loop's order, JODIE's query rows, and
+  // commit's gathered and summed message rows (both ends of every event).
+  fwd += 4 * (3 * p + 3 * qf + sf + 3 * uf + pairs_f) + (attention ? 0 : 4 * qf * m);
+  fwd += 2 * 4 * 2 * events_f * std::max(m, de);
+  if (attention) bwd += 16 * (2 * qt + ut) + 4 * (2 * qt + ut) * dq;
   return fwd + bwd;
 }
 

@@ -238,6 +238,45 @@ TEST_F(CudaTemporalOpsTest, RowMovesAreBitwiseTheCpus) {
   }
 }
 
+// TGN's message aggregation and its backward: the same float sums in the same order, bitwise.
+TEST_F(CudaTemporalOpsTest, SumRowsIntoAndSpreadRowsAreBitwiseTheCpus) {
+  Backend& gpu = cuda_backend();
+  for (const auto& [n, d] : kShapes) {
+    const std::string what = shape_name(n, d);
+    std::vector<std::int32_t> first(static_cast<std::size_t>(n)), rows(first.size()),
+        divisor(first.size());
+    std::int32_t total = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      first[std::size_t(i)] = total;
+      rows[std::size_t(i)] = std::int32_t(1 + (i * 7) % 4);
+      divisor[std::size_t(i)] = std::int32_t(1 + i % 3);
+      total += rows[std::size_t(i)];
+    }
+    const DeviceArray<std::int32_t> gfirst = upload(first), grows = upload(rows),
+                                    gdiv = upload(divisor);
+    const Matrix src = host_matrix(total, d, 60);
+    const Matrix gsrc = upload(src);
+    Matrix dst = host_matrix(n + 2, d + 3, 61);
+    Matrix gdst = upload(dst);
+    cpu.sum_rows_into(src.view(), first.data(), rows.data(), divisor.data(), n, dst.view(), 3);
+    gpu.sum_rows_into(gsrc.view(), gfirst.data(), grows.data(), gdiv.data(), n, gdst.view(), 3);
+    expect_bitwise(gdst.to_host(), dst.storage(), "sum_rows_into " + what);
+    Matrix one = host_matrix(n, d, 62);
+    Matrix gone = upload(one);
+    cpu.sum_rows_into(src.view(), first.data(), nullptr, nullptr, n, one.view(), 0);
+    gpu.sum_rows_into(gsrc.view(), gfirst.data(), nullptr, nullptr, n, gone.view(), 0);
+    expect_bitwise(gone.to_host(), one.storage(), "sum_rows_into, one row each " + what);
+
+    const Matrix g = host_matrix(n, d + 2, 63);
+    const Matrix gg = upload(g);
+    Matrix spread = host_matrix(total, d, 64);
+    Matrix gspread = upload(spread);
+    cpu.spread_rows(g.view(), 2, first.data(), rows.data(), n, spread.view());
+    gpu.spread_rows(gg.view(), 2, gfirst.data(), grows.data(), n, gspread.view());
+    expect_bitwise(gspread.to_host(), spread.storage(), "spread_rows " + what);
+  }
+}
+
 // The gradient of every parameter, on the host.
 std::vector<std::vector<float>> grads(const std::vector<Param*>& ps) {
   std::vector<std::vector<float>> out;

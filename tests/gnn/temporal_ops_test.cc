@@ -258,6 +258,51 @@ TEST(TemporalOps, ScatterRowsWritesListedRowsOnly) {
   }
 }
 
+// TGN's message aggregation: runs of rows summed left to right from the first, times 1 / divisor
+// (the model's "mean" and "last" rows), and its backward spreading a row / count over its run.
+TEST(TemporalOps, SumRowsIntoAndSpreadRowsFollowTheRunsInOrder) {
+  Backend& be = cpu_backend();
+  for (const auto& [n, d] : kShapes) {
+    const std::string what = shape_name(n, d);
+    // Runs of 1..4 rows laid end to end; divisors 1..3 (independent of the run lengths).
+    std::vector<std::int32_t> first(static_cast<std::size_t>(n)), rows(first.size()),
+        divisor(first.size());
+    std::int32_t total = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      first[std::size_t(i)] = total;
+      rows[std::size_t(i)] = std::int32_t(1 + (i * 7) % 4);
+      divisor[std::size_t(i)] = std::int32_t(1 + i % 3);
+      total += rows[std::size_t(i)];
+    }
+    const Matrix src = random_matrix(total, d, 50);
+    Matrix dst = random_matrix(n + 2, d + 3, 51);
+    Matrix ref = dst, plain = dst, plain_ref = dst;
+    be.sum_rows_into(src.view(), first.data(), rows.data(), divisor.data(), n, dst.view(), 3);
+    be.sum_rows_into(src.view(), first.data(), nullptr, nullptr, n, plain.view(), 0);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t c = 0; c < d; ++c) {
+        float s = src.at(first[std::size_t(i)], c);
+        for (std::int32_t m = 1; m < rows[std::size_t(i)]; ++m)
+          s += src.at(first[std::size_t(i)] + m, c);
+        ref.at(i, 3 + c) = s * (1.f / float(divisor[std::size_t(i)]));
+        plain_ref.at(i, c) = src.at(first[std::size_t(i)], c);  // one row, unscaled
+      }
+    expect_bitwise(dst, ref, "sum_rows_into " + what);
+    expect_bitwise(plain, plain_ref, "sum_rows_into, one row each " + what);
+
+    const Matrix g = random_matrix(n, d + 2, 52);
+    Matrix spread = random_matrix(total, d, 53);
+    Matrix spread_ref = spread;
+    be.spread_rows(g.view(), 2, first.data(), rows.data(), n, spread.view());
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int32_t m = 0; m < rows[std::size_t(i)]; ++m)
+        for (std::int64_t c = 0; c < d; ++c)
+          spread_ref.at(first[std::size_t(i)] + m, c) =
+              g.at(i, 2 + c) / float(rows[std::size_t(i)]);
+    expect_bitwise(spread, spread_ref, "spread_rows " + what);
+  }
+}
+
 // The time encoder's and the GRU cell's forward and backward are Backend ops and nothing else
 // (what lets them run on a GPU): their calls, op by op, as --profile counts them. On CUDA each
 // call is one launch (a kernel, a cuBLAS call or an async copy), except column_sums and
@@ -362,6 +407,17 @@ TEST(TemporalOpsChecks, BrokenShapesAndAliasesThrowNamingTheOp) {
                         "scatter_rows");  // widths differ
   expect_contract_error([&] { be.scatter_rows(h.view(), idx.data(), -1, out.view()); },
                         "scatter_rows");  // negative count
+  expect_contract_error(
+      [&] { be.sum_rows_into(h.view(), idx.data(), nullptr, nullptr, 4, wide.view(), 8); },
+      "sum_rows_into");  // columns [8, 10) of a 9-wide dst
+  expect_contract_error(
+      [&] { be.sum_rows_into(h.view(), idx.data(), nullptr, nullptr, 4, h.view(), 0); },
+      "sum_rows_into");  // dst is src
+  expect_contract_error([&] { be.spread_rows(h.view(), 1, idx.data(), idx.data(), 4, out.view()); },
+                        "spread_rows");  // columns [1, 3) of a 2-wide src
+  expect_contract_error(
+      [&] { be.spread_rows(wide.view(), 0, idx.data(), idx.data(), 5, out.view()); },
+      "spread_rows");  // n > src.rows
 }
 
 }  // namespace

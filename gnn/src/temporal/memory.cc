@@ -31,32 +31,4 @@ void MessageStore::clear(NodeId v) {
   if (mean) times[std::size_t(v)].clear();
 }
 
-void MessageStore::store(const EventStream& events, const std::vector<std::int64_t>& ids,
-                         const NodeMemory& memory) {
-  const std::int64_t dm = memory.rows.cols(), de = events.de;
-  for (std::int64_t e : ids)
-    for (int side = 0; side < 2; ++side) {
-      const NodeId a = side ? events.dst[e] : events.src[e],
-                   b = side ? events.src[e] : events.dst[e];
-      // "last" keeps the latest message; "mean" sums every message until the node updates.
-      const bool fresh = !mean || !has_message[std::size_t(a)];
-      std::copy_n(memory.row(a), dm, self.data() + a * dm);
-      float* sum_other = other.data() + a * dm;
-      const float* memory_b = memory.row(b);
-      for (std::int64_t c = 0; c < dm; ++c)
-        sum_other[c] = fresh ? memory_b[c] : sum_other[c] + memory_b[c];
-      if (de) {
-        float* sum_edge = edge.data() + a * de;
-        const float* features = events.efeat + e * de;
-        for (std::int64_t c = 0; c < de; ++c)
-          sum_edge[c] = fresh ? features[c] : sum_edge[c] + features[c];
-      }
-      count[std::size_t(a)] = fresh ? 1 : count[std::size_t(a)] + 1;
-      if (mean) times[std::size_t(a)].push_back(events.time[e]);
-      time[std::size_t(a)] = events.time[e];
-      if (!has_message[std::size_t(a)]) pending.push_back(a);
-      has_message[std::size_t(a)] = 1;
-    }
-}
-
 }  // namespace halo

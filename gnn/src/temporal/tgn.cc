@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
+#include "halo/gnn/param_device.h"
 #include "halo/gnn/rng.h"
 
 namespace halo {
@@ -42,6 +44,24 @@ void source_gap_statistics(const EventStream& s, double& mean, double& std_dev) 
   if (!(std_dev > 0)) std_dev = 1.0;
 }
 
+// m reallocated (empty) in memory d when it is elsewhere: for buffers whose contents each batch
+// overwrites.
+void place(Matrix& m, Device d) {
+  if (m.device() == d) return;
+  m = Matrix();
+  m.set_device(d);
+}
+
+// m's contents copied to memory d (the old storage freed): for the node state.
+void move_matrix(Matrix& m, Device d) {
+  if (m.device() == d) return;
+  Matrix moved;
+  moved.set_device(d);
+  moved.resize(m.rows(), m.cols());
+  copy_floats(d, moved.data(), m.device(), m.data(), m.size());
+  m = std::move(moved);
+}
+
 }  // namespace
 
 Tgn::Tgn(const EventStream& events, const TgnConfig& config)
@@ -66,6 +86,9 @@ Tgn::Tgn(const EventStream& events, const TgnConfig& config)
       static_memory_(events.nodes, config.static_dim) {
   if (config.static_dim > 0 && config.embedding != TgnEmbedding::kAttention)
     throw std::logic_error("tgn: the static memory joins the memory in the attention only");
+  // Event ids index the edge features' rows as int32 (the row ops' index type).
+  if (events.events > std::numeric_limits<std::int32_t>::max())
+    throw std::logic_error("tgn: more than 2^31 - 1 events");
   source_gap_statistics(events, gap_mean_, gap_std_);
   const PhiloxKey key = philox_key(config.seed, kStreamInit + 3);
   auto init = [&](Param& p, std::uint64_t off) {
@@ -98,6 +121,38 @@ std::vector<Param*> Tgn::params() {
   return out;
 }
 
+void Tgn::to_device(Device d) {
+  device_ = d;
+  time_encoder_.to_device(d);
+  memory_updater_.to_device(d);
+  attention_.to_device(d);
+  move_params({&pred_w1_, &pred_b1_, &pred_w2_, &pred_b2_, &time_proj_w_, &time_proj_b_}, d);
+  move_param(static_memory_.param(), d);
+  for (Matrix* m : {&memory_.rows, &messages_.self, &messages_.other, &messages_.edge})
+    move_matrix(*m, d);
+  if (d != Device::kCpu && edge_dim_ > 0 && efeat_dev_.device() != d) {
+    efeat_dev_ = Matrix();
+    efeat_dev_.set_device(d);
+    efeat_dev_.resize(events_.events, edge_dim_);
+    copy_floats(d, efeat_dev_.data(), Device::kCpu, events_.efeat, efeat_dev_.size());
+  }
+  for (Matrix* m :
+       {&time_codes_,   &gru_input_,       &gru_prev_,      &updated_memory_,   &queries_,
+        &query_memory_, &neighbor_memory_, &slot_features_, &query_gaps_dev_,   &query_rows_,
+        &embeddings_,   &pairs_,           &hidden_,        &logits_,           &d_logits_,
+        &d_hidden_,     &d_pairs_,         &d_embeddings_,  &d_queries_,        &d_neighbor_memory_,
+        &d_slots_,      &d_query_memory_,  &d_time_codes_,  &d_updated_memory_, &d_gru_input_,
+        &d_gru_prev_,   &column_sums_,     &memory_grads_,  &store_rows_,       &store_sum_})
+    place(*m, d);
+}
+
+// The stream's edge features (events x de) in the model's memory: a view of the caller's host
+// array on the CPU (no copy), the device copy otherwise.
+MatrixView Tgn::efeat() {
+  if (device_ != Device::kCpu) return efeat_dev_.view();
+  return {const_cast<float*>(events_.efeat), events_.events, edge_dim_, Device::kCpu};
+}
+
 void Tgn::reset() {
   memory_.reset(events_, memory_dim_);
   messages_.reset(events_, memory_dim_, config_.mean_messages);
@@ -109,6 +164,9 @@ double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::in
                   BatchSlice slice, const std::vector<NodeId>& neg, bool train,
                   std::vector<float>* pos_scores, std::vector<float>* neg_scores) {
   const bool attention = config_.embedding == TgnEmbedding::kAttention;
+  if (be.device() != device_)
+    throw std::logic_error("tgn: the backend computes elsewhere than the model's memory");
+  backend_ = &be;
   BatchShape& b = shape_;
   b.events = std::int64_t(ids.size());
   b.first = slice.begin;
@@ -121,19 +179,20 @@ double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::in
   index_pending();
   collect_queries(ids, neg);
   sample_neighbors(sampler, ids);
-  encode_time_gaps(ids);
+  encode_time_gaps(be, ids);
+  index_batch(be, train);
   update_memory(be);
   if (attention)
     embed_by_attention(be);
   else
-    embed_by_projection(ids);
-  const double loss = score_links(be, pos_scores, neg_scores);
+    embed_by_projection(be, ids);
+  const double loss = score_links(be, train, pos_scores, neg_scores);
   if (train) {
     backward_predictor(be);
     if (attention)
       backward_attention(be);
     else
-      backward_projection();
+      backward_projection(be);
     backward_memory_update(be);
   }
   return loss;
@@ -184,7 +243,7 @@ void Tgn::sample_neighbors(RecentSampler& sampler, const std::vector<std::int64_
 // All time encodings in one pass: [0 for queries | Δt of neighbours | Δt of messages]. A pending
 // node's messages: one ("last") or every message since its memory last changed ("mean"), rows
 // message_begin_[p] .. message_begin_[p + 1] of the message block.
-void Tgn::encode_time_gaps(const std::vector<std::int64_t>& ids) {
+void Tgn::encode_time_gaps(Backend& be, const std::vector<std::int64_t>& ids) {
   const std::vector<NodeId>& pending = messages_.pending;
   const std::int64_t np = shape_.pending, Q = shape_.queries;
   const int k = shape_.neighbors;
@@ -211,46 +270,118 @@ void Tgn::encode_time_gaps(const std::vector<std::int64_t>& ids) {
                : messages_.time[std::size_t(v)]) -
           memory_.last_update[std::size_t(v)];
   }
-  time_encoder_.forward(gaps_.data(), std::int64_t(gaps_.size()), time_codes_);
+  time_encoder_.forward(be, gaps_.data(), std::int64_t(gaps_.size()), time_codes_);
 }
 
-// Step 1: the pending nodes' memory through the GRU, from their aggregated messages.
-void Tgn::update_memory(Backend& be) {
+// Every int32 index array of the batch, built on the host and uploaded in one copy: the pending
+// nodes and their messages' rows, the queries' rows in the stored or the updated memory, the
+// neighbours' (distinct ones once), the predictor's pairs and, when training, the routing of the
+// memory gradients.
+void Tgn::index_batch(Backend& be, bool train) {
   const std::vector<NodeId>& pending = messages_.pending;
+  const std::int64_t np = shape_.pending, Q = shape_.queries, B = shape_.size,
+                     pairs = (1 + shape_.negatives) * B;
+  const int k = shape_.neighbors;
+  std::vector<std::int32_t>& h = index_.host();
+  h.clear();
+  auto take = [&](std::int64_t n) {
+    const std::int64_t at = std::int64_t(h.size());
+    h.resize(std::size_t(at + n), -1);
+    return at;
+  };
+  ix_.pending = take(np);
+  ix_.msg_first = take(np);
+  ix_.msg_count = take(np);
+  for (std::int64_t p = 0; p < np; ++p) {
+    h[std::size_t(ix_.pending + p)] = pending[std::size_t(p)];
+    h[std::size_t(ix_.msg_first + p)] = std::int32_t(message_begin_[std::size_t(p)]);
+    h[std::size_t(ix_.msg_count + p)] =
+        std::int32_t(message_begin_[std::size_t(p + 1)] - message_begin_[std::size_t(p)]);
+  }
+  // A node's memory as this batch sees it: updated when it was pending, stored otherwise; so
+  // each row list is two, one per source, -1 where the other source holds the row.
+  auto split = [&](const NodeId* nodes, std::int64_t n, std::int64_t stored, std::int64_t updated) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int32_t p = pending_row_[std::size_t(nodes[i])];
+      h[std::size_t((p >= 0 ? updated : stored) + i)] = p >= 0 ? p : nodes[i];
+    }
+  };
+  ix_.query_nodes = take(Q);
+  std::copy_n(query_nodes_.data(), Q, h.data() + ix_.query_nodes);
+  ix_.q_stored = take(Q);
+  ix_.q_updated = take(Q);
+  split(query_nodes_.data(), Q, ix_.q_stored, ix_.q_updated);
+  std::int64_t nu = 0;
+  if (config_.embedding == TgnEmbedding::kAttention) {
+    // The distinct neighbours in order of first appearance; slot -> their row.
+    slot_neighbor_.assign(static_cast<std::size_t>(Q * k), -1);
+    distinct_neighbors_.clear();
+    ix_.slot_event = take(Q * k);
+    for (std::int64_t i = 0; i < Q; ++i)
+      for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
+        const std::size_t r = std::size_t(i * k + j);
+        const NodeId v = neighbors_.node[r];
+        if (neighbor_row_[std::size_t(v)] < 0) {
+          neighbor_row_[std::size_t(v)] = std::int32_t(distinct_neighbors_.size());
+          distinct_neighbors_.push_back(v);
+        }
+        slot_neighbor_[r] = neighbor_row_[std::size_t(v)];
+        h[std::size_t(ix_.slot_event) + r] = std::int32_t(neighbors_.event[r]);
+      }
+    nu = std::int64_t(distinct_neighbors_.size());
+    for (NodeId v : distinct_neighbors_) neighbor_row_[std::size_t(v)] = -1;
+    ix_.nb_nodes = take(nu);
+    std::copy_n(distinct_neighbors_.data(), nu, h.data() + ix_.nb_nodes);
+    ix_.nb_stored = take(nu);
+    ix_.nb_updated = take(nu);
+    split(distinct_neighbors_.data(), nu, ix_.nb_stored, ix_.nb_updated);
+    if (train) {
+      // The memory gradients in the order the host loop added them: each query's two (through
+      // its query row, then its merger input), query by query, then each distinct neighbour's.
+      // One scatter of rows gathered in that order adds them in that order: the same float sums.
+      const std::int64_t ng = 2 * Q + nu;
+      ix_.g_q = take(ng);
+      ix_.g_m = take(ng);
+      ix_.g_n = take(ng);
+      ix_.g_dst = take(ng);
+      for (std::int64_t i = 0; i < Q; ++i) {
+        h[std::size_t(ix_.g_q + 2 * i)] = std::int32_t(i);
+        h[std::size_t(ix_.g_m + 2 * i + 1)] = std::int32_t(i);
+        const std::int32_t p = h[std::size_t(ix_.q_updated + i)];
+        h[std::size_t(ix_.g_dst + 2 * i)] = p;
+        h[std::size_t(ix_.g_dst + 2 * i + 1)] = p;
+      }
+      for (std::int64_t u = 0; u < nu; ++u) {
+        h[std::size_t(ix_.g_n + 2 * Q + u)] = std::int32_t(u);
+        h[std::size_t(ix_.g_dst + 2 * Q + u)] = h[std::size_t(ix_.nb_updated + u)];
+      }
+    }
+  }
+  // Pair row (1 + j) B + i reads the source i on its left; its right is embedding row B + row.
+  ix_.pair_left = take(pairs);
+  for (std::int64_t r = 0; r < pairs; ++r) h[std::size_t(ix_.pair_left + r)] = std::int32_t(r % B);
+  index_at_ = index_.place(be.device());
+}
+
+// Step 1: the pending nodes' memory through the GRU, from their aggregated messages: [self ‖
+// other / count ‖ edge / count ‖ mean of the messages' time codes], the sums stored per node.
+void Tgn::update_memory(Backend& be) {
   const std::int64_t np = shape_.pending, mb = shape_.message_codes;
   const std::int64_t dm = memory_dim_, de = edge_dim_, dt = time_dim_;
+  updated_memory_.resize(0, dm);
+  if (np == 0) return;
+  const std::int64_t nm = message_begin_[std::size_t(np)];
   gru_input_.resize(np, 2 * dm + de + dt);
   gru_prev_.resize(np, dm);
-#pragma omp parallel for schedule(static) if (np > 64)
-  for (std::int64_t p = 0; p < np; ++p) {
-    const NodeId v = pending[std::size_t(p)];
-    float* r = gru_input_.data() + p * gru_input_.cols();
-    // Stored sums over the node's messages, divided by their count (1 for "last").
-    const std::int64_t m0 = message_begin_[std::size_t(p)],
-                       cnt = message_begin_[std::size_t(p + 1)] - m0;
-    const float inv = 1.f / float(cnt);
-    std::copy_n(messages_.self.data() + v * dm, dm, r);
-    for (std::int64_t c = 0; c < dm; ++c) r[dm + c] = messages_.other.data()[v * dm + c] * inv;
-    for (std::int64_t c = 0; c < de; ++c) r[2 * dm + c] = messages_.edge.data()[v * de + c] * inv;
-    float* rt = r + 2 * dm + de;
-    std::copy_n(time_codes_.data() + (mb + m0) * dt, dt, rt);
-    for (std::int64_t m = 1; m < cnt; ++m)
-      for (std::int64_t c = 0; c < dt; ++c) rt[c] += time_codes_.data()[(mb + m0 + m) * dt + c];
-    if (cnt > 1)
-      for (std::int64_t c = 0; c < dt; ++c) rt[c] *= inv;
-    std::copy_n(memory_.rows.data() + v * dm, dm, gru_prev_.data() + p * dm);
-  }
-  if (np > 0)
-    memory_updater_.forward(be, gru_input_.view(), gru_prev_.view(), updated_memory_);
-  else
-    updated_memory_.resize(0, dm);
-}
-
-// A node's memory as this batch sees it: updated when it was pending, stored otherwise.
-const float* Tgn::memory_of(NodeId v) const {
-  const std::int32_t p = pending_row_[std::size_t(v)];
-  return p >= 0 ? updated_memory_.data() + std::int64_t(p) * memory_dim_
-                : memory_.rows.data() + std::int64_t(v) * memory_dim_;
+  const std::int32_t *pending = at(ix_.pending), *count = at(ix_.msg_count);
+  be.gather_rows_into(messages_.self.view(), pending, np, gru_input_.view(), 0);
+  be.sum_rows_into(messages_.other.view(), pending, nullptr, count, np, gru_input_.view(), dm);
+  if (de)
+    be.sum_rows_into(messages_.edge.view(), pending, nullptr, count, np, gru_input_.view(), 2 * dm);
+  be.sum_rows_into(time_codes_.view().rows_range(mb, mb + nm), at(ix_.msg_first), count, count, np,
+                   gru_input_.view(), 2 * dm + de);
+  be.gather_rows_into(memory_.rows.view(), pending, np, gru_prev_.view(), 0);
+  memory_updater_.forward(be, gru_input_.view(), gru_prev_.view(), updated_memory_);
 }
 
 // Step 2 with attention. Keys and values are [memory of the neighbour ‖ edge features ‖ φ(Δt)];
@@ -259,47 +390,29 @@ const float* Tgn::memory_of(NodeId v) const {
 // input and the neighbours' rows.
 void Tgn::embed_by_attention(Backend& be) {
   const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_,
-                     dn = node_dim_;
+                     dn = node_dim_, np = shape_.pending;
   const int k = shape_.neighbors;
+  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
   queries_.resize(Q, dn + dt);
   query_memory_.resize(Q, dn);
-  slot_neighbor_.assign(static_cast<std::size_t>(Q * k), -1);
-  distinct_neighbors_.clear();
-  for (std::int64_t i = 0; i < Q; ++i)
-    for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
-      const std::size_t r = std::size_t(i * k + j);
-      const NodeId v = neighbors_.node[r];
-      if (neighbor_row_[std::size_t(v)] < 0) {
-        neighbor_row_[std::size_t(v)] = std::int32_t(distinct_neighbors_.size());
-        distinct_neighbors_.push_back(v);
-      }
-      slot_neighbor_[r] = neighbor_row_[std::size_t(v)];
-    }
-  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
   neighbor_memory_.resize(nu, dn);
-  for (std::int64_t u = 0; u < nu; ++u) {
-    std::copy_n(memory_of(distinct_neighbors_[std::size_t(u)]), dm,
-                neighbor_memory_.data() + u * dn);
-    neighbor_row_[std::size_t(distinct_neighbors_[std::size_t(u)])] = -1;
-  }
   slot_features_.resize(Q * k, de + dt);
-#pragma omp parallel for schedule(static) if (Q > 64)
-  for (std::int64_t i = 0; i < Q; ++i) {
-    const float* m = memory_of(query_nodes_[std::size_t(i)]);
-    std::copy_n(m, dm, queries_.data() + i * queries_.cols());
-    std::copy_n(time_codes_.data() + i * dt, dt, queries_.data() + i * queries_.cols() + dn);
-    std::copy_n(m, dm, query_memory_.data() + i * dn);
-    for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {  // padded slots are never read
-      const std::size_t r = std::size_t(i * k + j);
-      float* row = slot_features_.data() + std::int64_t(r) * slot_features_.cols();
-      if (de) std::copy_n(events_.efeat + neighbors_.event[r] * de, de, row);
-      std::copy_n(time_codes_.data() + (Q + std::int64_t(r)) * dt, dt, row + de);
-    }
+  be.gather_rows_into(memory_.rows.view(), at(ix_.q_stored), Q, queries_.view(), 0);
+  be.gather_rows_into(memory_.rows.view(), at(ix_.nb_stored), nu, neighbor_memory_.view(), 0);
+  if (np > 0) {
+    be.gather_rows_into(updated_memory_.view(), at(ix_.q_updated), Q, queries_.view(), 0);
+    be.gather_rows_into(updated_memory_.view(), at(ix_.nb_updated), nu, neighbor_memory_.view(), 0);
   }
-  // Static memory call site (static_memory.h): S's rows after the memory's columns.
-  static_memory_.fill(query_nodes_.data(), Q, queries_, dm);
-  static_memory_.fill(query_nodes_.data(), Q, query_memory_, dm);
-  static_memory_.fill(distinct_neighbors_.data(), nu, neighbor_memory_, dm);
+  // Static memory (static_memory.h): S's rows after the memory's columns.
+  static_memory_.fill(be, at(ix_.query_nodes), Q, queries_.view(), dm);
+  static_memory_.fill(be, at(ix_.nb_nodes), nu, neighbor_memory_.view(), dm);
+  // The merger's input is the query's node part: the same floats, copied.
+  be.copy_columns(queries_.view(), 0, query_memory_.view(), 0, dn, false);
+  be.copy_columns(time_codes_.view().rows_range(0, Q), 0, queries_.view(), dn, dt, false);
+  // Padded slots get φ(0) and keep stale edge columns: the attention never reads them.
+  if (de) be.gather_rows_into(efeat(), at(ix_.slot_event), Q * k, slot_features_.view(), 0);
+  be.copy_columns(time_codes_.view().rows_range(Q, Q + Q * k), 0, slot_features_.view(), de, dt,
+                  false);
   KeyValueInput kv;
   kv.nodes = neighbor_memory_.view();
   kv.node = slot_neighbor_.data();
@@ -309,61 +422,63 @@ void Tgn::embed_by_attention(Backend& be) {
 
 // Step 2 without attention. identity: z = memory; time (JODIE): z = memory ⊙ (1 + w δ + b), δ
 // the standardised time since the node's memory last changed.
-void Tgn::embed_by_projection(const std::vector<std::int64_t>& ids) {
-  const std::int64_t Q = shape_.queries, dm = memory_dim_, dz = embed_dim_;
-  embeddings_.resize(Q, dz);
+void Tgn::embed_by_projection(Backend& be, const std::vector<std::int64_t>& ids) {
+  const std::int64_t Q = shape_.queries, dm = memory_dim_;
+  Matrix& m = config_.embedding == TgnEmbedding::kIdentity ? embeddings_ : query_rows_;
+  m.resize(Q, dm);
+  be.gather_rows_into(memory_.rows.view(), at(ix_.q_stored), Q, m.view(), 0);
+  if (shape_.pending > 0)
+    be.gather_rows_into(updated_memory_.view(), at(ix_.q_updated), Q, m.view(), 0);
+  if (config_.embedding == TgnEmbedding::kIdentity) return;
   query_gaps_.resize(std::size_t(Q));
   for (std::int64_t i = 0; i < Q; ++i) {
     const NodeId v = query_nodes_[std::size_t(i)];
-    const float* m = memory_of(v);
-    float* zi = embeddings_.data() + i * dz;
-    if (config_.embedding == TgnEmbedding::kIdentity) {
-      std::copy_n(m, dm, zi);
-      continue;
-    }
     const double since = pending_row_[std::size_t(v)] >= 0 ? messages_.time[std::size_t(v)]
                                                            : memory_.last_update[std::size_t(v)];
-    const float delta = float((event_time(ids, i) - since - gap_mean_) / gap_std_);
-    query_gaps_[std::size_t(i)] = delta;
-    for (std::int64_t c = 0; c < dm; ++c)
-      zi[c] = m[c] * (1.f + time_proj_w_.value.data()[c] * delta + time_proj_b_.value.data()[c]);
+    query_gaps_[std::size_t(i)] = float((event_time(ids, i) - since - gap_mean_) / gap_std_);
   }
+  query_gaps_dev_.resize(Q, 1);
+  copy_floats(device_, query_gaps_dev_.data(), Device::kCpu, query_gaps_.data(), Q);
+  embeddings_.resize(Q, dm);
+  be.time_projection(query_rows_.view(), query_gaps_dev_.data(), time_proj_w_.value.data(),
+                     time_proj_b_.value.data(), embeddings_.view());
 }
 
 // Step 3: the MLP's logits for (src, dst) then (src, negative j) for each j, their sigmoid
-// scores, the loss and d(loss)/d(logit).
-double Tgn::score_links(Backend& be, std::vector<float>* pos_scores,
+// scores, the loss and d(loss)/d(logit). The loss is the host's loop over the logits brought
+// back (a few hundred numbers): the same bits on every backend.
+double Tgn::score_links(Backend& be, bool train, std::vector<float>* pos_scores,
                         std::vector<float>* neg_scores) {
-  const std::int64_t B = shape_.size, N = shape_.negatives, dz = embed_dim_;
-  const std::int64_t pairs = (1 + N) * B;
+  const std::int64_t B = shape_.size, dz = embed_dim_;
+  const std::int64_t pairs = (1 + shape_.negatives) * B;
   pairs_.resize(pairs, 2 * dz);
   logits_.resize(pairs, 1);
-#pragma omp parallel for schedule(static) if (B > 64)
-  for (std::int64_t i = 0; i < B; ++i) {
-    std::copy_n(embeddings_.data() + i * dz, dz, pairs_.data() + i * 2 * dz);
-    std::copy_n(embeddings_.data() + (B + i) * dz, dz, pairs_.data() + i * 2 * dz + dz);
-    for (std::int64_t j = 0; j < N; ++j) {
-      const std::int64_t row = (1 + j) * B + i;
-      std::copy_n(embeddings_.data() + i * dz, dz, pairs_.data() + row * 2 * dz);
-      std::copy_n(embeddings_.data() + (2 * B + j * B + i) * dz, dz,
-                  pairs_.data() + row * 2 * dz + dz);
-    }
-  }
+  be.gather_rows_into(embeddings_.view(), at(ix_.pair_left), pairs, pairs_.view(), 0);
+  be.copy_columns(embeddings_.view().rows_range(B, B + pairs), 0, pairs_.view(), dz, dz, false);
   hidden_.resize(pairs, dz);
   be.gemm(false, false, 1.f, pairs_.view(), pred_w1_.value.view(), 0.f, hidden_.view());
   be.add_bias(hidden_.view(), pred_b1_.value.data());
   be.relu(hidden_.view());
   be.gemm(false, false, 1.f, hidden_.view(), pred_w2_.value.view(), 0.f, logits_.view());
   be.add_bias(logits_.view(), pred_b2_.value.data());
+  logits_host_.resize(std::size_t(pairs));
+  copy_floats(Device::kCpu, logits_host_.data(), device_, logits_.data(), pairs);
   double loss = 0;
   const double all = double(shape_.events);
-  d_logits_.resize(pairs, 1);
+  d_logits_host_.resize(std::size_t(pairs + 1));
   for (std::int64_t i = 0; i < pairs; ++i) {
-    const double x = logits_.data()[i], y = i < B ? 1.0 : 0.0;
+    const double x = logits_host_[std::size_t(i)], y = i < B ? 1.0 : 0.0;
     loss += (std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0) - x * y) / all;
     const double sg = 1.0 / (1.0 + std::exp(-x));
-    d_logits_.data()[i] = float((sg - y) / all);
+    d_logits_host_[std::size_t(i)] = float((sg - y) / all);
     (i < B ? pos_scores : neg_scores)->push_back(float(sg));
+  }
+  if (train) {
+    // pred.b2's gradient rides along: 0 + the float sum of d(logits) (training has 2B pairs).
+    d_logits_host_[std::size_t(pairs)] =
+        0.f + std::accumulate(d_logits_host_.data(), d_logits_host_.data() + 2 * B, 0.f);
+    d_logits_.resize(pairs + 1, 1);
+    copy_floats(device_, d_logits_.data(), Device::kCpu, d_logits_host_.data(), pairs + 1);
   }
   return loss;
 }
@@ -372,115 +487,192 @@ double Tgn::score_links(Backend& be, std::vector<float>* pos_scores,
 void Tgn::backward_predictor(Backend& be) {
   const std::int64_t B = shape_.size, dz = embed_dim_;
   for (Param* p : params()) p->grad.fill(0.f);
-  be.gemm(true, false, 1.f, hidden_.view(), d_logits_.view(), 1.f, pred_w2_.grad.view());
-  pred_b2_.grad.data()[0] += std::accumulate(d_logits_.data(), d_logits_.data() + 2 * B, 0.f);
+  const MatrixView d_logits = d_logits_.view().rows_range(0, 2 * B);
+  be.gemm(true, false, 1.f, hidden_.view(), d_logits, 1.f, pred_w2_.grad.view());
+  be.copy(d_logits_.view().rows_range(2 * B, 2 * B + 1), pred_b2_.grad.view());
   d_hidden_.resize(2 * B, dz);
   d_pairs_.resize(2 * B, 2 * dz);
   d_embeddings_.resize(shape_.queries, dz);
-  be.gemm(false, true, 1.f, d_logits_.view(), pred_w2_.value.view(), 0.f, d_hidden_.view());
+  be.gemm(false, true, 1.f, d_logits, pred_w2_.value.view(), 0.f, d_hidden_.view());
   be.relu_backward(hidden_.view(), d_hidden_.view());
   be.gemm(true, false, 1.f, pairs_.view(), d_hidden_.view(), 1.f, pred_w1_.grad.view());
-  std::vector<float> column_sums(static_cast<std::size_t>(dz));
-  be.column_sums(d_hidden_.view(), column_sums.data());
-  for (std::int64_t j = 0; j < dz; ++j) pred_b1_.grad.data()[j] += column_sums[std::size_t(j)];
+  column_sums_.resize(1, dz);
+  be.column_sums(d_hidden_.view(), column_sums_.data());
+  be.add(column_sums_.view(), pred_b1_.grad.view());  // 0 + the sums, as the host's +=
   be.gemm(false, true, 1.f, d_hidden_.view(), pred_w1_.value.view(), 0.f, d_pairs_.view());
-  for (std::int64_t i = 0; i < B; ++i)
-    for (std::int64_t c = 0; c < dz; ++c) {
-      d_embeddings_.at(i, c) = d_pairs_.at(i, c) + d_pairs_.at(B + i, c);
-      d_embeddings_.at(B + i, c) = d_pairs_.at(i, dz + c);
-      d_embeddings_.at(2 * B + i, c) = d_pairs_.at(B + i, dz + c);
-    }
+  // Source i: its positive pair's left + its negative pair's left; destination and negative i:
+  // their pairs' right halves (rows i and B + i of d_pairs_, in that order).
+  const MatrixView dp = d_pairs_.view(), demb = d_embeddings_.view();
+  be.copy_columns(dp.rows_range(0, B), 0, demb.rows_range(0, B), 0, dz, false);
+  be.copy_columns(dp.rows_range(B, 2 * B), 0, demb.rows_range(0, B), 0, dz, true);
+  be.copy_columns(dp, dz, demb.rows_range(B, 3 * B), 0, dz, false);
   d_time_codes_.resize(std::int64_t(gaps_.size()), time_dim_);
   d_updated_memory_.resize(shape_.pending, memory_dim_);
   d_time_codes_.fill(0.f);
   d_updated_memory_.fill(0.f);
 }
 
-// Adds g to the gradient of v's updated memory; memory from earlier batches is detached.
-void Tgn::add_memory_gradient(NodeId v, const float* g) {
-  const std::int32_t p = pending_row_[std::size_t(v)];
-  if (p < 0) return;
-  float* d = d_updated_memory_.data() + std::int64_t(p) * memory_dim_;
-  for (std::int64_t c = 0; c < memory_dim_; ++c) d[c] += g[c];
-}
-
 // Backward through the attention into the memories and the queries' and neighbours' time codes.
+// Memory from earlier batches is detached: only pending nodes' rows take gradients.
 void Tgn::backward_attention(Backend& be) {
   const std::int64_t Q = shape_.queries, dm = memory_dim_, dt = time_dim_, de = edge_dim_,
                      dn = node_dim_;
   const int k = shape_.neighbors;
+  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
   attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_,
                       d_query_memory_);
-  for (std::int64_t i = 0; i < Q; ++i) {
-    add_memory_gradient(query_nodes_[std::size_t(i)], d_queries_.data() + i * d_queries_.cols());
-    add_memory_gradient(query_nodes_[std::size_t(i)], d_query_memory_.data() + i * dn);
-    std::copy_n(d_queries_.data() + i * d_queries_.cols() + dn, dt, d_time_codes_.data() + i * dt);
-    for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
-      const std::int64_t r = i * k + j;
-      std::copy_n(d_slots_.data() + r * d_slots_.cols() + de, dt,
-                  d_time_codes_.data() + (Q + r) * dt);
-    }
+  if (shape_.pending > 0) {  // index_batch states the order
+    const std::int64_t ng = 2 * Q + nu;
+    memory_grads_.resize(ng, dn + dt);
+    be.gather_rows_into(d_queries_.view(), at(ix_.g_q), ng, memory_grads_.view(), 0);
+    be.gather_rows_into(d_query_memory_.view(), at(ix_.g_m), ng, memory_grads_.view(), 0);
+    if (nu > 0)
+      be.gather_rows_into(d_neighbor_memory_.view(), at(ix_.g_n), ng, memory_grads_.view(), 0);
+    be.scatter_add_rows_from(memory_grads_.view(), 0, dm, at(ix_.g_dst), ng,
+                             d_updated_memory_.view());
   }
-  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
-  for (std::int64_t u = 0; u < nu; ++u)
-    add_memory_gradient(distinct_neighbors_[std::size_t(u)], d_neighbor_memory_.data() + u * dn);
-  // Static memory call site (static_memory.h): S's columns of the same three gradients.
-  static_memory_.add_gradient(query_nodes_.data(), Q, d_queries_, dm);
-  static_memory_.add_gradient(query_nodes_.data(), Q, d_query_memory_, dm);
-  static_memory_.add_gradient(distinct_neighbors_.data(), nu, d_neighbor_memory_, dm);
+  // The time codes' gradients; padded slots' rows of d_slots_ are zero, as the codes' were.
+  be.copy_columns(d_queries_.view(), dn, d_time_codes_.view().rows_range(0, Q), 0, dt, false);
+  be.copy_columns(d_slots_.view(), de, d_time_codes_.view().rows_range(Q, Q + Q * k), 0, dt, false);
+  // Static memory (static_memory.h): S's columns of the same three gradients.
+  static_memory_.add_gradient(be, at(ix_.query_nodes), Q, d_queries_.view(), dm);
+  static_memory_.add_gradient(be, at(ix_.query_nodes), Q, d_query_memory_.view(), dm);
+  static_memory_.add_gradient(be, at(ix_.nb_nodes), nu, d_neighbor_memory_.view(), dm);
 }
 
-// Backward through the identity or time projection into the memories (and w, b of the latter).
-void Tgn::backward_projection() {
-  const std::int64_t dm = memory_dim_, dz = embed_dim_;
-  std::vector<float> g(static_cast<std::size_t>(dm));
-  for (std::int64_t i = 0; i < shape_.queries; ++i) {
-    const NodeId v = query_nodes_[std::size_t(i)];
-    const float* gz = d_embeddings_.data() + i * dz;
-    if (config_.embedding == TgnEmbedding::kIdentity) {
-      add_memory_gradient(v, gz);
-      continue;
-    }
-    const float* m = memory_of(v);
-    const float delta = query_gaps_[std::size_t(i)];
-    for (std::int64_t c = 0; c < dm; ++c) {
-      g[std::size_t(c)] =
-          gz[c] * (1.f + time_proj_w_.value.data()[c] * delta + time_proj_b_.value.data()[c]);
-      time_proj_w_.grad.data()[c] += gz[c] * m[c] * delta;
-      time_proj_b_.grad.data()[c] += gz[c] * m[c];
-    }
-    add_memory_gradient(v, g.data());
-  }
+// Backward through the identity or time projection into the memories (and w, b of the latter),
+// query by query in order.
+void Tgn::backward_projection(Backend& be) {
+  const std::int64_t Q = shape_.queries, dm = memory_dim_;
+  if (config_.embedding == TgnEmbedding::kTime)
+    be.time_projection_backward(query_rows_.view(), query_gaps_dev_.data(),
+                                time_proj_w_.value.data(), time_proj_b_.value.data(),
+                                d_embeddings_.view(), d_embeddings_.view(),
+                                time_proj_w_.grad.data(), time_proj_b_.grad.data());
+  if (shape_.pending > 0)
+    be.scatter_add_rows_from(d_embeddings_.view(), 0, dm, at(ix_.q_updated), Q,
+                             d_updated_memory_.view());
 }
 
 // Backward through the GRU into the messages' time codes, then through the time encoding.
 void Tgn::backward_memory_update(Backend& be) {
-  const std::int64_t np = shape_.pending, mb = shape_.message_codes, dt = time_dim_;
+  const std::int64_t np = shape_.pending, mb = shape_.message_codes;
   if (np > 0) {
     memory_updater_.backward(be, d_updated_memory_.view(), d_gru_input_, d_gru_prev_);
-    for (std::int64_t p = 0; p < np; ++p) {
-      const std::int64_t m0 = message_begin_[std::size_t(p)],
-                         cnt = message_begin_[std::size_t(p + 1)] - m0;
-      const float* g = d_gru_input_.data() + p * d_gru_input_.cols() + 2 * memory_dim_ + edge_dim_;
-      for (std::int64_t m = 0; m < cnt; ++m)
-        for (std::int64_t c = 0; c < dt; ++c)
-          d_time_codes_.data()[(mb + m0 + m) * dt + c] = g[c] / float(cnt);
-    }
+    be.spread_rows(d_gru_input_.view(), 2 * memory_dim_ + edge_dim_, at(ix_.msg_first),
+                   at(ix_.msg_count), np,
+                   d_time_codes_.view().rows_range(mb, mb + message_begin_[std::size_t(np)]));
   }
-  time_encoder_.backward(d_time_codes_);
+  time_encoder_.backward(be, d_time_codes_.view());
 }
 
 void Tgn::commit(const std::vector<std::int64_t>& ids) {
+  if (!backend_) backend_ = &cpu_backend();  // nothing scored yet: a host model's store
+  if (backend_->device() != device_)
+    throw std::logic_error("tgn: commit() before score() on the model's backend");
+  Backend& be = *backend_;
   std::vector<NodeId>& pending = messages_.pending;
+  std::vector<std::int32_t>& h = commit_index_.host();
+  h.assign(pending.begin(), pending.end());
   for (std::int64_t p = 0; p < shape_.pending; ++p) {
     const NodeId v = pending[std::size_t(p)];
-    std::copy_n(updated_memory_.data() + p * memory_dim_, memory_dim_, memory_.row(v));
     memory_.last_update[std::size_t(v)] = messages_.time[std::size_t(v)];
     messages_.clear(v);
     pending_row_[std::size_t(v)] = -1;
   }
   pending.clear();
-  messages_.store(events_, ids, memory_);
+  store_messages(be, ids);
+}
+
+// Both endpoints of each event in ids (in order) receive its message, built from the memory as
+// commit() left it. Every stored message was spent by commit, so a node's first message of the
+// batch starts its sums. The host keeps the bookkeeping; the tables are written by row ops from
+// the receivers' rows, grouped by receiver (arrival order), their messages in event order:
+// "mean" sums the senders' memory and the features left to right as the host loop did, "last"
+// keeps the latest one.
+void Tgn::store_messages(Backend& be, const std::vector<std::int64_t>& ids) {
+  MessageStore& ms = messages_;
+  const std::int64_t dm = memory_dim_, de = edge_dim_, np = shape_.pending;
+  std::vector<NodeId>& pending = ms.pending;     // pending_row_ is all -1 here: scratch for groups
+  std::vector<std::int32_t> senders, events_of;  // "last": per receiver; "mean": per message
+  for (std::int64_t e : ids)
+    for (int side = 0; side < 2; ++side) {
+      const NodeId a = side ? events_.dst[e] : events_.src[e],
+                   b = side ? events_.src[e] : events_.dst[e];
+      const bool fresh = !ms.mean || !ms.has_message[std::size_t(a)];
+      ms.count[std::size_t(a)] = fresh ? 1 : ms.count[std::size_t(a)] + 1;
+      if (ms.mean) ms.times[std::size_t(a)].push_back(events_.time[e]);
+      ms.time[std::size_t(a)] = events_.time[e];
+      if (!ms.has_message[std::size_t(a)]) {
+        pending_row_[std::size_t(a)] = std::int32_t(pending.size());
+        pending.push_back(a);
+        if (!ms.mean) senders.push_back(0), events_of.push_back(0);
+      }
+      ms.has_message[std::size_t(a)] = 1;
+      if (!ms.mean) {
+        senders[std::size_t(pending_row_[std::size_t(a)])] = b;
+        events_of[std::size_t(pending_row_[std::size_t(a)])] = std::int32_t(e);
+      }
+    }
+  const std::int64_t na = std::int64_t(pending.size());
+  std::vector<std::int32_t>& h = commit_index_.host();  // [old pending | receivers | ...]
+  const std::int64_t nodes_at = std::int64_t(h.size());
+  h.insert(h.end(), pending.begin(), pending.end());
+  std::int64_t first_at = 0, rows_at = 0, senders_at = 0, events_at = 0, nmsg = na;
+  if (ms.mean) {  // counting sort of the messages by receiver, stable in event order
+    first_at = std::int64_t(h.size());
+    h.resize(h.size() + std::size_t(2 * na));
+    std::int32_t total = 0;
+    for (std::int64_t g = 0; g < na; ++g) {
+      const std::int32_t c = ms.count[std::size_t(pending[std::size_t(g)])];
+      h[std::size_t(first_at + g)] = total;
+      h[std::size_t(first_at + na + g)] = c;
+      total += c;
+    }
+    rows_at = first_at + na;
+    nmsg = total;
+    senders.assign(std::size_t(nmsg), 0);
+    events_of.assign(std::size_t(nmsg), 0);
+    std::vector<std::int32_t> cursor(h.begin() + first_at, h.begin() + first_at + na);
+    for (std::int64_t e : ids)
+      for (int side = 0; side < 2; ++side) {
+        const NodeId a = side ? events_.dst[e] : events_.src[e],
+                     b = side ? events_.src[e] : events_.dst[e];
+        const std::int32_t at_ = cursor[std::size_t(pending_row_[std::size_t(a)])]++;
+        senders[std::size_t(at_)] = b;
+        events_of[std::size_t(at_)] = std::int32_t(e);
+      }
+  }
+  for (NodeId v : pending) pending_row_[std::size_t(v)] = -1;
+  senders_at = std::int64_t(h.size());
+  h.insert(h.end(), senders.begin(), senders.end());
+  events_at = std::int64_t(h.size());
+  h.insert(h.end(), events_of.begin(), events_of.end());
+  const std::int32_t* ix = commit_index_.place(be.device());
+  // The updated memory is kept (the spent nodes' rows).
+  if (np > 0) be.scatter_rows(updated_memory_.view(), ix, np, memory_.rows.view());
+  if (na == 0) return;
+  const std::int32_t* receivers = ix + nodes_at;
+  // self = the receiver's memory; other = its senders' (summed for "mean"); edge likewise.
+  store_sum_.resize(na, dm);
+  be.gather_rows_into(memory_.rows.view(), receivers, na, store_sum_.view(), 0);
+  be.scatter_rows(store_sum_.view(), receivers, na, ms.self.view());
+  auto aggregate = [&](const MatrixView& src, const std::int32_t* rows_of_src,
+                       const Matrix& table) {
+    const std::int64_t w = src.cols;
+    store_sum_.resize(na, w);
+    if (nmsg == na) {  // one message each
+      be.gather_rows_into(src, rows_of_src, na, store_sum_.view(), 0);
+    } else {
+      store_rows_.resize(nmsg, w);
+      be.gather_rows_into(src, rows_of_src, nmsg, store_rows_.view(), 0);
+      be.sum_rows_into(store_rows_.view(), ix + first_at, ix + rows_at, nullptr, na,
+                       store_sum_.view(), 0);
+    }
+    be.scatter_rows(store_sum_.view(), receivers, na, table.view());
+  };
+  aggregate(memory_.rows.view(), ix + senders_at, ms.other);
+  if (de) aggregate(efeat(), ix + events_at, ms.edge);
 }
 
 }  // namespace halo

@@ -215,6 +215,18 @@ class Backend {
   // idx[i] >= 0 must be distinct: which of two rows sent to one destination lands is unstated.
   void scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                     const MatrixView& dst);
+  // TGN's message aggregation: dst[i, dst_col + c] = (src[first[i], c] + src[first[i] + 1, c]
+  // + ... over rows[i] rows, summed left to right in float from the first row) * (1 / divisor[i])
+  // for i < n, c < src.cols. rows null: one row each; divisor null: no scaling; rows[i] >= 1,
+  // divisor[i] >= 1. dst distinct from src.
+  void sum_rows_into(const MatrixView& src, const std::int32_t* first, const std::int32_t* rows,
+                     const std::int32_t* divisor, std::int64_t n, const MatrixView& dst,
+                     std::int64_t dst_col);
+  // Its backward for a mean: dst[first[i] + m, c] = src[i, src_col + c] / count[i] for i < n,
+  // m < count[i], c < dst.cols (the ranges first[i] .. first[i] + count[i] inside dst and apart;
+  // count[i] >= 1). dst distinct from src.
+  void spread_rows(const MatrixView& src, std::int64_t src_col, const std::int32_t* first,
+                   const std::int32_t* count, std::int64_t n, const MatrixView& dst);
 
   // Graph attention (attention.h states the maths and the memory plan). H heads of width F: z is
   // [n x H*F], a per-head vector set [H x F], per-node terms [n x H], per-edge arrays [nnz x H];
@@ -368,6 +380,12 @@ class Backend {
                                         const MatrixView& dst) = 0;
   virtual void do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                                const MatrixView& dst) = 0;
+  virtual void do_sum_rows_into(const MatrixView& src, const std::int32_t* first,
+                                const std::int32_t* rows, const std::int32_t* divisor,
+                                std::int64_t n, const MatrixView& dst, std::int64_t dst_col) = 0;
+  virtual void do_spread_rows(const MatrixView& src, std::int64_t src_col,
+                              const std::int32_t* first, const std::int32_t* count, std::int64_t n,
+                              const MatrixView& dst) = 0;
   // Graph attention: a backend without these kernels throws SystemError naming itself.
   virtual void do_gat_head_dots(const MatrixView& z, const MatrixView& a, const MatrixView& t);
   virtual void do_gat_head_dots_backward(const MatrixView& z, const MatrixView& a,

@@ -34,7 +34,8 @@ struct NodeMemory {
 // The messages each node received since its memory last changed. Event (a, b) sends a the message
 // [memory of a ‖ memory of b ‖ edge features ‖ φ(t − a's last update)]. "last" keeps the latest
 // message per node; "mean" keeps the sums of the b-memory and edge parts and every message's time
-// (the model divides by the count). Either way a node needs one row, not one per message.
+// (the model divides by the count). Either way a node needs one row, not one per message. The
+// model writes the tables (Tgn::store_messages, with the backend's row ops) and this bookkeeping.
 struct MessageStore {
   bool mean = false;         // the "mean" aggregator
   Matrix self, other, edge;  // nodes x memory_dim, x memory_dim, x max(de, 1)
@@ -48,10 +49,6 @@ struct MessageStore {
   void reset(const EventStream& events, std::int64_t memory_dim, bool mean_aggregator);
   // Node v's messages are spent (its memory took them in).
   void clear(NodeId v);
-  // Both endpoints of each event in ids (in order) receive its message, built from memory as it
-  // is now.
-  void store(const EventStream& events, const std::vector<std::int64_t>& ids,
-             const NodeMemory& memory);
 };
 
 }  // namespace halo

@@ -27,11 +27,13 @@
 // row whose gradient is zero while its moments are not, so it is not done here.
 //
 // This is its own component so that the model (tgn.cc) only calls fill() after it gathers the
-// memory rows of a batch and add_gradient() after the attention's backward.
+// memory rows of a batch and add_gradient() after the attention's backward; both are Backend
+// row ops, so S lives wherever the model does (Tgn::to_device moves it).
 #pragma once
 
 #include <cstdint>
 
+#include "halo/gnn/backend.h"
 #include "halo/gnn/model.h"
 #include "halo/graph/types.h"
 
@@ -46,11 +48,18 @@ class StaticMemory {
   // The table as a trained parameter, named "static_memory".
   Param& param() { return s_; }
 
-  // Row i of out, columns [col, col + dim): S's row of node[i], for i < n.
+  // Row i of out, columns [col, col + dim): S's row of node[i], for i < n (be's gather_rows_into;
+  // node, out and S in be's memory).
+  void fill(Backend& be, const NodeId* node, std::int64_t n, const MatrixView& out,
+            std::int64_t col) const;
+  // The same on the host (S there).
   void fill(const NodeId* node, std::int64_t n, Matrix& out, std::int64_t col) const;
 
   // S's gradient row of node[i] += row i of grad, columns [col, col + dim), for i < n in order
-  // (a fixed summation order: the same bits at any thread count).
+  // (be's scatter_add_rows_from: a fixed summation order, the same bits at any thread count).
+  void add_gradient(Backend& be, const NodeId* node, std::int64_t n, const MatrixView& grad,
+                    std::int64_t col);
+  // The same on the host.
   void add_gradient(const NodeId* node, std::int64_t n, const Matrix& grad, std::int64_t col);
 
  private:

@@ -11,6 +11,15 @@
 //   4. commit(): the updated memory is kept, and the batch's events become the stored messages.
 // The model knows nothing of other ranks: the caller picks the slice of a batch it embeds, sums
 // gradients across ranks and takes the optimiser step between score() and commit().
+//
+// Where it runs: every matrix (parameters, node memory, message tables, the stream's edge
+// features, the static memory and each batch's buffers) lives in one memory, the host's unless
+// to_device() moves it, and is computed on only by Backend ops, so the same code runs on
+// cpu_backend() or cuda_backend(). The index bookkeeping (pending list, queries, sampled and
+// distinct neighbours, gaps, last updates, message times and counts) stays on the host; each
+// batch uploads its int32 indices in one copy (score) and one more (commit), its time gaps and
+// the attention's slot rows in one each, and d(loss)/d(logits) in one; the logits come back for
+// the host's loss loop (the CPU's bits, whichever backend).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +64,10 @@ class Tgn {
   // events must outlive the model; allocates the node state (may throw std::bad_alloc).
   Tgn(const EventStream& events, const TgnConfig& config);
 
+  // Moves the parameters, the node state, the stream's edge features and the batch buffers to
+  // d's memory (the backend score() is then given must compute there); calling it again is free.
+  void to_device(Device d);
+
   // The trained parameters, in a fixed order (checkpoints and the all-reduce rely on it).
   std::vector<Param*> params();
 
@@ -74,7 +87,8 @@ class Tgn {
   // (not only the slice) becomes a stored message.
   void commit(const std::vector<std::int64_t>& ids);
 
-  // The node state, for replicas that must agree (broadcast by the caller).
+  // The node state, for replicas that must agree (broadcast by the caller; host memory unless
+  // to_device moved the matrices).
   NodeMemory& memory() { return memory_; }
   MessageStore& messages() { return messages_; }
 
@@ -90,21 +104,34 @@ class Tgn {
     std::int64_t message_codes = 0;    // the first row of the messages' time codes
   };
 
+  // A batch's int32 index arrays, as offsets into index_ (one upload per batch).
+  struct BatchIndex {
+    std::int64_t pending = 0, msg_first = 0, msg_count = 0;     // np each
+    std::int64_t query_nodes = 0, q_stored = 0, q_updated = 0;  // Q each
+    std::int64_t slot_event = 0;                                // Q * k
+    std::int64_t nb_nodes = 0, nb_stored = 0, nb_updated = 0;   // nu each
+    std::int64_t pair_left = 0;                                 // (1 + N) * B
+    std::int64_t g_q = 0, g_m = 0, g_n = 0, g_dst = 0;          // 2Q + nu each (training)
+  };
+
   void index_pending();
   void collect_queries(const std::vector<std::int64_t>& ids, const std::vector<NodeId>& neg);
   void sample_neighbors(RecentSampler& sampler, const std::vector<std::int64_t>& ids);
-  void encode_time_gaps(const std::vector<std::int64_t>& ids);
+  void encode_time_gaps(Backend& be, const std::vector<std::int64_t>& ids);
+  void index_batch(Backend& be, bool train);
   void update_memory(Backend& be);
   void embed_by_attention(Backend& be);
-  void embed_by_projection(const std::vector<std::int64_t>& ids);
-  double score_links(Backend& be, std::vector<float>* pos_scores, std::vector<float>* neg_scores);
+  void embed_by_projection(Backend& be, const std::vector<std::int64_t>& ids);
+  double score_links(Backend& be, bool train, std::vector<float>* pos_scores,
+                     std::vector<float>* neg_scores);
   void backward_predictor(Backend& be);
   void backward_attention(Backend& be);
-  void backward_projection();
+  void backward_projection(Backend& be);
   void backward_memory_update(Backend& be);
-  const float* memory_of(NodeId v) const;
-  void add_memory_gradient(NodeId v, const float* g);
+  void store_messages(Backend& be, const std::vector<std::int64_t>& ids);
   double event_time(const std::vector<std::int64_t>& ids, std::int64_t query) const;
+  const std::int32_t* at(std::int64_t offset) const { return index_at_ + offset; }
+  MatrixView efeat();
 
   const EventStream& events_;
   const TgnConfig config_;
@@ -120,7 +147,15 @@ class Tgn {
   MessageStore messages_;
   StaticMemory static_memory_;
 
+  Device device_ = Device::kCpu;
+  Backend* backend_ = nullptr;  // the last score()'s: commit() writes the state with it
+  Matrix efeat_dev_;  // the stream's edge features in device memory (on the host: events_.efeat)
+
   BatchShape shape_;
+  BatchIndex ix_;
+  IndexUpload index_;                       // this batch's index arrays (BatchIndex's offsets)
+  const std::int32_t* index_at_ = nullptr;  // index_ in the backend's memory
+  IndexUpload commit_index_;                // commit's: pending, then the stored messages' rows
   // Per-batch buffers, kept so that their memory is reused rather than allocated and faulted in
   // every batch (a 6,000 x 201 neighbour matrix per batch at the defaults).
   std::vector<std::int32_t> pending_row_;    // per node: its row in this batch's GRU, -1 otherwise
@@ -136,9 +171,15 @@ class Tgn {
       neighbor_row_;  // slot -> distinct-neighbour row; node -> that row (-1)
   std::vector<NodeId> distinct_neighbors_;
   std::vector<float> query_gaps_;  // kTime: each query's standardised gap, for backward
+  Matrix query_gaps_dev_;          // ... in the backend's memory (Q x 1)
+  Matrix query_rows_;              // identity / time: the queries' memory rows
   Matrix embeddings_, pairs_, hidden_, logits_;
-  Matrix d_logits_, d_hidden_, d_pairs_, d_embeddings_, d_queries_, d_neighbor_memory_, d_slots_,
-      d_query_memory_, d_time_codes_, d_updated_memory_, d_gru_input_, d_gru_prev_;
+  std::vector<float> logits_host_, d_logits_host_;  // the loss loop's (host) side
+  Matrix d_logits_;  // (pairs + 1) x 1: d(loss)/d(logits), then pred.b2's gradient
+  Matrix d_hidden_, d_pairs_, d_embeddings_, d_queries_, d_neighbor_memory_, d_slots_,
+      d_query_memory_, d_time_codes_, d_updated_memory_, d_gru_input_, d_gru_prev_, column_sums_,
+      memory_grads_;
+  Matrix store_rows_, store_sum_;  // commit: the stored messages' gathered and summed rows
 };
 
 }  // namespace halo
