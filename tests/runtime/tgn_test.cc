@@ -371,6 +371,39 @@ TEST(TgnGpu, UciOnCudaMatchesCpu) {
   }
 }
 
+// Checkpoints on the GPU: saved from device memory and restored into it, a resumed CUDA run ends
+// bit for bit where an uninterrupted one does (the CUDA ops are deterministic), and the same
+// checkpoint resumes on the CPU, since the parameters are the same floats (skipped without a
+// GPU).
+TEST(TgnGpu, ACudaCheckpointResumesOnCudaAndOnTheCpu) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  TempDir t;
+  const auto ds = uci_prefix(t, 1500);
+  TgnOptions o;
+  o.memory_dim = o.embed_dim = o.time_dim = 16;
+  o.quiet = true;
+  o.lr = 1e-3f;
+  o.epochs = 3;
+  const auto whole = train_on(ds, o, DeviceChoice::kCuda, t / "whole.jsonl");
+  ASSERT_EQ(whole.size(), 3u);
+  o.checkpoint = t / "ck";
+  o.epochs = 2;
+  train_on(ds, o, DeviceChoice::kCuda, t / "first.jsonl");
+  fs::copy(t / "ck", t / "ck-cpu", fs::copy_options::recursive);
+  o.epochs = 3;
+  o.resume = true;
+  const auto resumed = train_on(ds, o, DeviceChoice::kCuda, t / "resumed.jsonl");
+  ASSERT_FALSE(resumed.empty());
+  EXPECT_EQ(resumed.back()["loss"], whole.back()["loss"]);
+  EXPECT_EQ(resumed.back()["test_ap"], whole.back()["test_ap"]);
+  o.checkpoint = t / "ck-cpu";
+  const auto on_cpu = train_on(ds, o, DeviceChoice::kCpu, t / "cpu.jsonl");
+  ASSERT_FALSE(on_cpu.empty());
+  const double a = whole.back()["loss"], b = on_cpu.back()["loss"];
+  EXPECT_LT(std::abs(a - b) / std::abs(a), 1e-3) << "cuda " << a << " resumed on the cpu " << b;
+}
+
 // Without a GPU, --device cuda is a ParamError naming why there is none (before the dataset is
 // read: a missing one is not what the error is about), and auto trains on the CPU, bit for bit
 // the CPU's run (skipped with a GPU).
