@@ -517,7 +517,12 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
                      std::ostream& out) {
   const TgnOptions opt = resolved(options);
   opt.check();
-  const Device device = tgn_device(opt);
+  Device device = tgn_device(opt);
+  if (opt.device == DeviceChoice::kAuto && comm.size() > 1) {  // all ranks on GPUs, or none:
+    std::int64_t gpu = device == Device::kCuda;  // choosing a rank's GPU is collective
+    comm.allreduce(&gpu, 1, ReduceOp::kMin);
+    device = gpu ? Device::kCuda : Device::kCpu;
+  }
   if (dataset_kind(dataset) != "temporal")
     throw ParamError(
         dataset.string() +
