@@ -53,6 +53,13 @@ std::vector<std::string> every_rank(Communicator& comm, const std::string& mine)
   return out;
 }
 
+// This rank's place among the ranks of its machine, from every rank's machine id.
+int local_rank(const std::vector<std::string>& hosts, int rank) {
+  int local = 0;
+  for (int r = 0; r < rank; ++r) local += hosts[std::size_t(r)] == hosts[std::size_t(rank)];
+  return local;
+}
+
 // One GPU per rank on a machine, and NCCL when every rank can use it (then NCCL moves the halo
 // rows and gradients, f32 or bf16, exact or stale, between device buffers); null otherwise
 // (ranks sharing a GPU, no NCCL: MPI with host staging of the packed payload).
@@ -65,8 +72,7 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
   // it: it may hang), from PCI bus ids rather than counts, so per-rank CUDA_VISIBLE_DEVICES is
   // read right.
   const std::vector<std::string> hosts = every_rank(comm, machine_id());
-  int local = 0;
-  for (int r = 0; r < rank; ++r) local += hosts[std::size_t(r)] == hosts[std::size_t(rank)];
+  const int local = local_rank(hosts, rank);
   use_device(local % devs.count);
   const std::vector<std::string> gpus =
       every_rank(comm, hosts[std::size_t(rank)] + "/" + device_pci_bus_id(local % devs.count));
@@ -86,6 +92,13 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
 }
 
 }  // namespace
+
+void use_rank_gpu(Communicator& comm) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
+  const std::vector<std::string> hosts = every_rank(comm, machine_id());
+  use_device(local_rank(hosts, comm.rank()) % devs.count);
+}
 
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out) {
   ExchangeComms c;

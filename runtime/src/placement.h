@@ -26,4 +26,8 @@ struct ExchangeComms {
 // throws SystemError when gpu but no GPU is visible.
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out);
 
+// Makes this rank's GPU the current device: its index among the ranks of its machine, modulo
+// the visible GPUs (several ranks may share one). Collective; SystemError without a GPU.
+void use_rank_gpu(Communicator& comm);
+
 }  // namespace halo

@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "halo/gnn/backend.h"
+#include "halo/gnn/device.h"
 #include "halo/gnn/metrics.h"
 #include "halo/gnn/temporal/sampler.h"
 #include "halo/gnn/temporal/tgn.h"
@@ -30,6 +31,7 @@
 #include "halo/runtime/checkpoint.h"
 #include "halo/runtime/comm.h"
 #include "halo/runtime/memory_model.h"
+#include "placement.h"
 #include "rank_data.h"
 #include "tgn_replicas.h"
 #include "tgn_scores.h"
@@ -93,6 +95,17 @@ void check_split(const fs::path& dataset, const Stream& s, const TemporalSplit& 
   throw InputError(dataset.string() + ": the chronological split leaves no " + missing +
                    " events (" + sizes + "; " + why +
                    "); a temporal dataset needs events spread over time");
+}
+
+// Where --device puts TGN and JODIE: the GPU for cuda (refused when none is visible, before
+// any work) and for auto when one is visible; the host otherwise, and always for EdgeBank.
+Device tgn_device(const TgnOptions& opt) {
+  if (opt.model == TgnModel::kEdgebank || opt.device == DeviceChoice::kCpu) return Device::kCpu;
+  const CudaDevices devs = cuda_devices();
+  if (devs.count > 0) return Device::kCuda;
+  if (opt.device == DeviceChoice::kCuda)
+    throw ParamError("--device cuda: " + devs.reason + "; use --device cpu or auto");
+  return Device::kCpu;
 }
 
 // The test figures of a summary from the test scores.
@@ -504,6 +517,12 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
                      std::ostream& out) {
   const TgnOptions opt = resolved(options);
   opt.check();
+  Device device = tgn_device(opt);
+  if (opt.device == DeviceChoice::kAuto && comm.size() > 1) {  // all ranks on GPUs, or none:
+    std::int64_t gpu = device == Device::kCuda;  // choosing a rank's GPU is collective
+    comm.allreduce(&gpu, 1, ReduceOp::kMin);
+    device = gpu ? Device::kCuda : Device::kCpu;
+  }
   if (dataset_kind(dataset) != "temporal")
     throw ParamError(
         dataset.string() +
@@ -548,13 +567,18 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
       build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events, split.train_keep.data());
   const TemporalCsr full_graph = build_temporal_csr(s.nodes, s.src, s.dst, s.time, s.events);
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
+  // Ranks take their machine's GPUs in turn (several may share one: the gradients' all-reduce
+  // is staged through the host either way), chosen before any device allocation.
+  if (device == Device::kCuda && comm.size() > 1) use_rank_gpu(comm);
   const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm, dataset.string());
+  model->to_device(device);
+  Backend& be = device == Device::kCuda ? cuda_backend() : cpu_backend();
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
   if (opt.resume) resume_run(comm, opt, *model, st, key, out);
   TgnRun run{opt,          s,
              split,        train_ids,
-             comm,         cpu_backend(),
+             comm,         be,
              *model,       train_sampler,
              full_sampler, opt.parallel == TgnParallel::kSegments && comm.size() > 1,
              log,          out};

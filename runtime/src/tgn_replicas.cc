@@ -77,8 +77,9 @@ void TgnReplicas::reduce(double* loss) {
   for (Param* p : params()) n += p->grad.size();
   grads_.resize(std::size_t(n + 1));
   n = 0;
+  // The gradients may be device memory: staged through the host buffer the MPI all-reduce takes.
   for (Param* p : params()) {
-    std::copy_n(p->grad.data(), p->grad.size(), grads_.data() + n);
+    copy_floats(Device::kCpu, grads_.data() + n, p->grad.device(), p->grad.data(), p->grad.size());
     n += p->grad.size();
   }
   grads_[std::size_t(n)] = float(*loss);
@@ -86,8 +87,9 @@ void TgnReplicas::reduce(double* loss) {
   const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
   n = 0;
   for (Param* p : params()) {
-    for (std::int64_t i = 0; i < p->grad.size(); ++i)
-      p->grad.data()[i] = grads_[std::size_t(n + i)] * scale;
+    float* g = grads_.data() + n;
+    for (std::int64_t i = 0; i < p->grad.size(); ++i) g[i] *= scale;
+    copy_floats(p->grad.device(), p->grad.data(), Device::kCpu, g, p->grad.size());
     n += p->grad.size();
   }
   *loss = double(grads_[std::size_t(n)]) * double(scale);
@@ -116,7 +118,13 @@ void TgnReplicas::sync_state(int root) {
   NodeMemory& memory = model_.memory();
   MessageStore& messages = model_.messages();
   auto broadcast_floats = [&](Matrix& m) {
-    comm_->broadcast(m.data(), sizeof(float) * std::size_t(m.size()), root);
+    if (m.device() == Device::kCpu) {
+      comm_->broadcast(m.data(), sizeof(float) * std::size_t(m.size()), root);
+      return;
+    }
+    std::vector<float> host = m.to_host();  // device tables travel through a host copy
+    comm_->broadcast(host.data(), sizeof(float) * host.size(), root);
+    m.assign(host);
   };
   broadcast_floats(memory.rows);
   broadcast_floats(messages.self);

@@ -34,6 +34,8 @@ class TgnReplicas {
   TgnReplicas(const EventStream& events, const TgnOptions& o, Communicator* comm = nullptr);
 
   std::vector<Param*> params() { return model_.params(); }
+  // Moves the model and its node state to d's memory (the backend batch() is given must be d's).
+  void to_device(Device d) { model_.to_device(d); }
   void reset() { model_.reset(); }
 
   // This rank's share of a batch of n events: [slice_begin(n), slice_begin(n) + slice_size(n)).

@@ -1050,6 +1050,37 @@ TEST(DistributedGpu, GatRanksSharingOneGpuEqualOneProcess) {
                     "--residual --attn-dropout 0.3 --dropout 0.2 --epochs 15 --eval-every 5");
 }
 
+// TGN on ranks sharing one GPU: the gradients are staged through host memory for the MPI
+// all-reduce, so 2 ranks give one GPU process's losses (exact), and independent memories
+// (segments) train and evaluate together after the node state is broadcast through host copies.
+TEST(DistributedGpu, TgnRanksSharingOneGpuEqualOneProcess) {
+  const CudaDevices devs = cuda_devices();
+  if (devs.count == 0) GTEST_SKIP() << devs.reason;
+  TempDir t;
+  const std::string common =
+      " tgn train " + data("uci3k").string() + " --device cuda --epochs 3 -q --log ";
+  const Result one = shell(halo() + common + (t / "1.jsonl").string(), t / "1.out");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const Result two = shell(mpirun(2) + halo() + common + (t / "2.jsonl").string(), t / "2.out");
+  ASSERT_EQ(two.code, 0) << two.out;
+  const auto ea = epochs(read_log(t / "1.jsonl")), eb = epochs(read_log(t / "2.jsonl"));
+  ASSERT_EQ(ea.size(), 3u);
+  ASSERT_EQ(eb.size(), 3u);
+  for (const auto& [e, ra] : ea) {
+    EXPECT_LT(rel(ra["loss"], eb.at(e)["loss"]), 1e-4) << "epoch " << e;
+    EXPECT_NEAR(ra["valid_ap"].get<double>(), eb.at(e)["valid_ap"].get<double>(), 5e-3)
+        << "epoch " << e;
+  }
+  const Result seg = shell(
+      mpirun(2) + halo() + common + (t / "s.jsonl").string() + " --parallel segments --lr 3e-4",
+      t / "s.out");
+  ASSERT_EQ(seg.code, 0) << seg.out;
+  for (const auto& [e, rs] : epochs(read_log(t / "s.jsonl"))) {
+    EXPECT_TRUE(std::isfinite(rs["loss"].get<double>())) << "epoch " << e;
+    EXPECT_GT(rs["valid_ap"].get<double>(), 0.6) << "epoch " << e;
+  }
+}
+
 // The exchange on the GPU, exactly, exact and stale: rows packed and narrowed on the device and
 // staged through host memory (the MPI path; here the local communicator), and, where NCCL
 // loads, the device-to-device path of one rank sending to itself (the only NCCL exchange one

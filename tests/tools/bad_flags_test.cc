@@ -193,6 +193,41 @@ TEST_F(BadFlags, StaticMemoryCombinationsThatCannotBeAreRefused) {
   }
 }
 
+// `halo tgn train --device`: a spelling other than cpu, cuda or auto is refused naming them,
+// and cuda on a machine (or a build) without a GPU is one line naming why there is none, given
+// before the dataset's events are read: a dataset with its events cut short still gets it
+// (skipped where a GPU is visible).
+TEST_F(BadFlags, TgnDeviceCudaWithoutAGpuIsRefused) {
+  const test::Run bogus = halo("tgn train " + uci() + " --device bogus --epochs 1");
+  expect_one_line(bogus, 2, {"--device", "cpu, cuda or auto"}, "--device bogus");
+  expect_nothing_written("--device bogus");
+  const test::Run version = halo("version");
+  ASSERT_EQ(version.code, 0) << version.err;
+  const std::string none = "gpus: none (";
+  const std::size_t at = version.out.find(none);
+  if (at == std::string::npos) GTEST_SKIP() << "a GPU is visible";
+  const std::string reason =
+      version.out.substr(at + none.size(), version.out.find(")\n", at) - at - none.size());
+  // A copy of the dataset whose event arrays are empty files: reading them fails.
+  const fs::path cut = dir() / "uci-cut";
+  fs::remove_all(cut);
+  fs::copy(uci(), cut, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(cut))
+    if (e.path().filename().string().rfind("events.", 0) == 0) fs::resize_file(e.path(), 0);
+  for (const std::string model : {"tgn", "jodie"}) {
+    const std::string args = "tgn train " + cut.string() + " --device cuda --model " + model +
+                             " --epochs 1 --log out.jsonl --checkpoint ck";
+    const test::Run r = halo(args);
+    expect_one_line(r, 2, {"--device cuda", reason}, args);
+    expect_nothing_written(args);
+  }
+  // The cut dataset is refused for what it is once the device is not in the way.
+  const test::Run cpu = halo("tgn train " + cut.string() + " --device auto --epochs 1");
+  EXPECT_NE(cpu.code, 0);
+  EXPECT_EQ(cpu.err.find("--device"), std::string::npos) << cpu.err;
+  fs::remove_all(cut);
+}
+
 // ---- class 13: every numeric flag has a range -----------------------------------------------
 
 // A numeric flag as --help shows it: "--layers INT:[1, 1024]=2".

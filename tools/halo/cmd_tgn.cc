@@ -33,7 +33,7 @@ Action add_tgn(CLI::App& app) {
   auto log = std::make_shared<std::string>();
   struct Choices {  // the spellings the user typed, parsed into o's enums by the action
     std::string model = "tgn", parallel = "exact", aggregator = "last", embedding = "attn";
-    std::string neighbors_before = "event";
+    std::string neighbors_before = "event", device = "cpu";
   };
   auto c = std::make_shared<Choices>();
   auto* tgn = app.add_subcommand("tgn", "Temporal GNNs on event streams");
@@ -51,6 +51,9 @@ Action add_tgn(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--aggregator", c->aggregator,
                   "last | mean: a node's messages between its memory updates")
+      ->capture_default_str();
+  cmd->add_option("--device", c->device,
+                  "cpu | cuda | auto (cuda when a GPU is visible); edgebank runs on the host")
       ->capture_default_str();
   cmd->add_option("--embedding", c->embedding,
                   "attn (temporal attention) | identity (the memory) | time (JODIE)")
@@ -150,6 +153,7 @@ Action add_tgn(CLI::App& app) {
     o->aggregator = parse_tgn_aggregator(c->aggregator);
     o->embedding = parse_tgn_embedding(c->embedding);
     o->neighbors_before = parse_tgn_neighbors_before(c->neighbors_before);
+    o->device = parse_device_choice(c->device);
     if (*dry_run) {  // every rank may compute it; one prints it
       const TgnMemoryEstimate e = predict_tgn_memory(*path, *o, world().size());
       if (world().rank() == 0) print_tgn_dry_run(e, world().size());

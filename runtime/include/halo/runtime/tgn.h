@@ -16,6 +16,7 @@
 #include "halo/gnn/temporal/tgn.h"
 #include "halo/graph/types.h"
 #include "halo/runtime/memory_model.h"
+#include "halo/runtime/trainer.h"
 
 namespace halo {
 
@@ -76,6 +77,11 @@ struct TgnOptions {
   bool learn_time_frequencies = false;  // TGN learns them; fixed is stabler (see tgn.cc)
   std::uint64_t seed = 0;
   int threads = 0;
+  // Where TGN and JODIE compute: cpu, cuda (refused without a visible GPU) or auto (cuda when a
+  // GPU is visible). EdgeBank runs on the host whatever it says. Not in the checkpoint key: the
+  // parameters and Adam's moments are the same floats on either device, so a run may resume on
+  // the other one.
+  DeviceChoice device = DeviceChoice::kCpu;
   // Throughput runs: train on at most this many events per epoch (0 = all) and skip evaluation.
   std::int64_t max_train_events = 0;
   // Evaluation also ranks each positive against this many uniform negatives (MRR; 0 = off).
