@@ -9,7 +9,8 @@
 #   2. the GPU tests, capped: every Backend op CPU vs CUDA, 20-epoch trainings CPU vs CUDA, NCCL
 #      on one rank and NCCL init with a missing peer (it must end at the deadline), 2 and 4
 #      ranks sharing the GPU vs 1 rank, the communication savers on GPU ranks vs CPU ranks,
-#      `halo predict` on the GPU vs the CPU; skipped tests are listed by name, and a skipped
+#      `halo predict` on the GPU vs the CPU, TGN's ops, batches and trainings (CUDA vs CPU, a CUDA
+#      checkpoint resumed, ranks sharing the GPU); skipped tests are listed by name, and a skipped
 #      NCCL test fails the check (on this machine it must run);
 #   3. TGN on UCI (once `halo tgn train` takes --device, #36): CUDA against the CPU path and
 #      against PyG's TGN on the same GPU;
@@ -22,9 +23,9 @@
 # each step. Each step has its own time limit, clipped to an overall budget
 # (GPU_CHECK_BUDGET_S, default 420 s: with the tool's start-up this leaves room for a second run
 # in 15 minutes of device time); the limits below add up to the budget (10 + 15, benchmark
-# 60 + 55 + 75 + 35, tests 35 + 30 + 15 + 40 + 20, TF32 30) while the TGN section waits for
-# #36; once it runs (10 + 25 + 25 + 10 + 40 more), steps that finish early leave it their time
-# and TF32, last, is what a full run skips. A failed step does not stop
+# 60 + 55 + 75 + 35, tests 35 + 40 + 15 + 40 + 20, TF32 30) but for the TGN section's (10 + 25 +
+# 25 + 10 + 40): steps that finish early leave it their time, and TF32, last, is what a run
+# that uses every limit skips. A failed step does not stop
 # the others. Halo's binaries get the bundle's libraries (LD_LIBRARY_PATH); Python does
 # not, so PyTorch loads its own CUDA libraries. tools/gpu-check-rehearse.sh runs all of this on
 # a machine without a GPU, made to look like the GPU machine.
@@ -201,7 +202,7 @@ tests() {
   fi
 }
 tests gnn-tests gnn_tests 'Cuda*:Device*' 35
-tests runtime-tests runtime_tests 'TrainerGpu*:NcclGpu*:-NcclGpu.InitWithAMissingPeer*' 30
+tests runtime-tests runtime_tests 'TrainerGpu*:NcclGpu*:TgnGpu*:-NcclGpu.InitWithAMissingPeer*' 40
 HALO_COMM_TIMEOUT_S=3 tests nccl-deadline runtime_tests 'NcclGpu.InitWithAMissingPeer*' 15
 tests distributed-tests distributed_tests 'DistributedGpu*' 40
 tests predict-tests predict_tests 'PredictGpu*' 20

@@ -36,7 +36,7 @@ struct Stream {
     for (std::int64_t e = 0; e < 240; ++e) {
       src.push_back(NodeId(e % 3 == 0 ? e % 5 : (e * 7) % 50));
       dst.push_back(NodeId((e * 11 + 3) % 50));
-      time.push_back(double(e / 2) * 3.0);  // pairs of events at one time
+      time.push_back(double(e - e % 2) * 1.5);  // pairs of events at one time
       for (int c = 0; c < 3; ++c) feat.push_back(f(g));
     }
     s.nodes = 50;

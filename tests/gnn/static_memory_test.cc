@@ -86,6 +86,7 @@ TEST(StaticMemory, IsLearnedWhereBatchesReadItAndChangesTheScores) {
   };
   auto negatives = [](const std::vector<std::int64_t>& ids) {
     std::vector<NodeId> neg;
+    neg.reserve(ids.size());
     for (std::int64_t e : ids) neg.push_back(NodeId((e * 13 + 5) % 30));
     return neg;
   };
