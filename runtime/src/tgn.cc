@@ -252,6 +252,18 @@ TgnSummary run_edgebank(const Stream& s, const TemporalSplit& split, const TgnOp
   return sum;
 }
 
+// The largest peak resident memory over the ranks, and with a GPU (every rank on one, or none:
+// tgn_device) the largest peak GPU memory halo held.
+void add_peak_memory(TgnSummary& sum, Communicator& comm, bool gpu) {
+  std::int64_t rss = std::int64_t(peak_rss_bytes());
+  comm.allreduce(&rss, 1, ReduceOp::kMax);
+  sum.peak_rss_mb = double(rss) / double(1 << 20);
+  if (!gpu) return;
+  double g = double(device_peak_bytes()) / double(1 << 20);
+  comm.allreduce(&g, 1, ReduceOp::kMax);
+  sum.peak_gpu_mb = g;
+}
+
 // The sizes the memory model needs: the stream's, and the training events its split keeps.
 TgnStreamShape stream_shape(const TemporalDataset& d, const TemporalSplit& split) {
   TgnStreamShape sh;
@@ -586,9 +598,7 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   TgnSummary sum = st.sum;
   std::sort(st.speeds.begin(), st.speeds.end());
   sum.events_per_s = st.speeds.empty() ? 0.0 : st.speeds[st.speeds.size() / 2];
-  std::int64_t rss = std::int64_t(peak_rss_bytes());
-  comm.allreduce(&rss, 1, ReduceOp::kMax);
-  sum.peak_rss_mb = double(rss) / double(1 << 20);
+  add_peak_memory(sum, comm, device == Device::kCuda);
   sum.ranks = comm.size();
   log.write_line(sum.to_json().dump());
   log.close();

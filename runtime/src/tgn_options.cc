@@ -111,19 +111,21 @@ void TgnOptions::check() const {
 }
 
 json TgnSummary::to_json() const {
-  return {{"type", "summary"},
-          {"valid_ap", valid_ap},
-          {"test_ap", test_ap},
-          {"test_auc", test_auc},
-          {"test_inductive_ap", test_inductive_ap},
-          {"test_inductive_auc", test_inductive_auc},
-          {"test_ap_pooled", test_ap_pooled},
-          {"test_inductive_ap_pooled", test_inductive_ap_pooled},
-          {"best_epoch", best_epoch},
-          {"events_per_s", events_per_s},
-          {"peak_rss_mb", peak_rss_mb},
-          {"ranks", ranks},
-          {"test_mrr", test_mrr}};
+  json j = {{"type", "summary"},
+            {"valid_ap", valid_ap},
+            {"test_ap", test_ap},
+            {"test_auc", test_auc},
+            {"test_inductive_ap", test_inductive_ap},
+            {"test_inductive_auc", test_inductive_auc},
+            {"test_ap_pooled", test_ap_pooled},
+            {"test_inductive_ap_pooled", test_inductive_ap_pooled},
+            {"best_epoch", best_epoch},
+            {"events_per_s", events_per_s},
+            {"peak_rss_mb", peak_rss_mb},
+            {"ranks", ranks},
+            {"test_mrr", test_mrr}};
+  if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;  // runs on a GPU only
+  return j;
 }
 
 }  // namespace halo

@@ -329,14 +329,15 @@ std::vector<nlohmann::json> epoch_records(const fs::path& log) {
   return out;
 }
 
-// One training of opt on ds on `device`; its epoch records.
+// One training of opt on ds on `device`; its epoch records (and its summary, when asked).
 std::vector<nlohmann::json> train_on(const fs::path& ds, TgnOptions o, DeviceChoice device,
-                                     const fs::path& log) {
+                                     const fs::path& log, TgnSummary* summary = nullptr) {
   o.device = device;
   o.log = log;
   LocalCommunicator comm;
   std::ostringstream sink;
-  train_tgn(ds, comm, o, sink);
+  const TgnSummary s = train_tgn(ds, comm, o, sink);
+  if (summary) *summary = s;
   return epoch_records(log);
 }
 
@@ -355,7 +356,10 @@ TEST(TgnGpu, UciOnCudaMatchesCpu) {
     o.lr = 1e-3f;
     o.quiet = true;
     const auto cpu = train_on(ds, o, DeviceChoice::kCpu, t / "cpu.jsonl");
-    const auto gpu = train_on(ds, o, DeviceChoice::kCuda, t / "gpu.jsonl");
+    TgnSummary on_gpu;
+    const auto gpu = train_on(ds, o, DeviceChoice::kCuda, t / "gpu.jsonl", &on_gpu);
+    EXPECT_GT(on_gpu.peak_gpu_mb, 0.0) << model;  // the summary reports the GPU's peak
+    EXPECT_TRUE(on_gpu.to_json().contains("peak_gpu_mb")) << model;
     ASSERT_EQ(cpu.size(), 3u) << model;
     ASSERT_EQ(gpu.size(), 3u) << model;
     for (std::size_t e = 0; e < cpu.size(); ++e) {
@@ -428,7 +432,10 @@ TEST(TgnGpu, DeviceCudaWithoutAGpuIsRefusedAndAutoIsTheCpu) {
   o.memory_dim = o.embed_dim = o.time_dim = 16;
   o.epochs = 2;
   o.lr = 1e-3f;
-  const auto cpu = train_on(ds, o, DeviceChoice::kCpu, t / "cpu.jsonl");
+  TgnSummary on_cpu;
+  const auto cpu = train_on(ds, o, DeviceChoice::kCpu, t / "cpu.jsonl", &on_cpu);
+  EXPECT_EQ(on_cpu.peak_gpu_mb, 0.0);  // a CPU run holds no GPU memory and does not report any
+  EXPECT_FALSE(on_cpu.to_json().contains("peak_gpu_mb"));
   const auto any = train_on(ds, o, DeviceChoice::kAuto, t / "auto.jsonl");
   ASSERT_EQ(cpu.size(), 2u);
   ASSERT_EQ(any.size(), 2u);

@@ -107,6 +107,7 @@ struct TgnSummary {
   int best_epoch = 0;
   double events_per_s = 0;  // training events per second (median epoch)
   double peak_rss_mb = 0;   // the largest peak resident memory over the ranks
+  double peak_gpu_mb = 0;   // the largest peak GPU memory halo held over the ranks (--device cuda)
   int ranks = 1;
   nlohmann::json to_json() const;
 };
