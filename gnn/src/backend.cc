@@ -414,17 +414,28 @@ void Backend::time_projection_backward(const MatrixView& m, const float* delta, 
   timed(*this, op, [&] { do_time_projection_backward(m, delta, w, b, dz, dm, dw, db); });
 }
 
-void Backend::gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
-                               const MatrixView& dst, std::int64_t dst_col) {
-  const char* op = "gather_rows_into";
+namespace {
+
+// What gather_rows_into and sum_rows_into both require: n rows of src's width fit into dst at
+// column dst_col, both in be's memory and apart.
+void check_rows_into(const Backend& be, const char* op, const MatrixView& src, std::int64_t n,
+                     const MatrixView& dst, std::int64_t dst_col) {
   check_count(op, "n", n);
   check_count(op, "dst_col", dst_col);
   if (n > dst.rows || dst_col + src.cols > dst.cols)
     shape_error(op, "n <= dst.rows, dst_col + src.cols <= dst.cols",
                 {operand("src", src), {"n", n, 1}, {"dst_col", dst_col, 1}, operand("dst", dst)});
-  check_device(*this, op, "src", src);
-  check_device(*this, op, "dst", dst);
+  check_device(be, op, "src", src);
+  check_device(be, op, "dst", dst);
   check_distinct(op, {{"src", &src}, {"dst", &dst}});
+}
+
+}  // namespace
+
+void Backend::gather_rows_into(const MatrixView& src, const NodeId* idx, std::int64_t n,
+                               const MatrixView& dst, std::int64_t dst_col) {
+  const char* op = "gather_rows_into";
+  check_rows_into(*this, op, src, n, dst, dst_col);
   timed(*this, op, [&] { do_gather_rows_into(src, idx, n, dst, dst_col); });
 }
 
@@ -464,14 +475,7 @@ void Backend::sum_rows_into(const MatrixView& src, const std::int32_t* first,
                             const std::int32_t* rows, const std::int32_t* divisor, std::int64_t n,
                             const MatrixView& dst, std::int64_t dst_col) {
   const char* op = "sum_rows_into";
-  check_count(op, "n", n);
-  check_count(op, "dst_col", dst_col);
-  if (n > dst.rows || dst_col + src.cols > dst.cols)
-    shape_error(op, "n <= dst.rows, dst_col + src.cols <= dst.cols",
-                {operand("src", src), {"n", n, 1}, {"dst_col", dst_col, 1}, operand("dst", dst)});
-  check_device(*this, op, "src", src);
-  check_device(*this, op, "dst", dst);
-  check_distinct(op, {{"src", &src}, {"dst", &dst}});
+  check_rows_into(*this, op, src, n, dst, dst_col);
   timed(*this, op, [&] { do_sum_rows_into(src, first, rows, divisor, n, dst, dst_col); });
 }
 

@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define HALO_HOST_DEVICE __host__ __device__
-#else
-#define HALO_HOST_DEVICE
-#endif
+#include "halo/gnn/host_device.h"
 
 namespace halo {
 
