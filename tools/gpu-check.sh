@@ -12,8 +12,9 @@
 #      `halo predict` on the GPU vs the CPU, TGN's ops, batches and trainings (CUDA vs CPU, a CUDA
 #      checkpoint resumed, ranks sharing the GPU); skipped tests are listed by name, and a skipped
 #      NCCL test fails the check (on this machine it must run);
-#   3. TGN on UCI (once `halo tgn train` takes --device, #36): CUDA against the CPU path and
-#      against PyG's TGN on the same GPU;
+#   3. TGN on UCI (once `halo tgn train` takes --device, #36): CUDA against the CPU path, the
+#      node state in host memory (--memory-on host) against on the GPU, and against PyG's TGN
+#      on the same GPU;
 #   4. with time left, the training with TF32 GEMMs, for the record.
 #
 #   OUT=$OUT bash tools/gpu-check.sh      (device tool: carry .gpu-bundle.tar.xz, timeout_s 480)
@@ -24,7 +25,7 @@
 # (GPU_CHECK_BUDGET_S, default 420 s: with the tool's start-up this leaves room for a second run
 # in 15 minutes of device time); the limits below add up to the budget (10 + 15, benchmark
 # 60 + 55 + 75 + 35, tests 35 + 40 + 15 + 40 + 20, TF32 30) but for the TGN section's (10 + 25 +
-# 35 + 10 + 40): steps that finish early leave it their time, and TF32, last, is what a run
+# 35 + 20 + 10 + 40): steps that finish early leave it their time, and TF32, last, is what a run
 # that uses every limit skips. A failed step does not stop
 # the others. Halo's binaries get the bundle's libraries (LD_LIBRARY_PATH); Python does
 # not, so PyTorch loads its own CUDA libraries. tools/gpu-check-rehearse.sh runs all of this on
@@ -224,10 +225,12 @@ else
     fail tgn-cuda "halo tgn train --device cuda failed"
   step tgn-cpu 35 "$b/bin/halo" tgn train "$uci" --device cpu --epochs 3 -q --log "$logs/tgn-cpu.jsonl" ||
     fail tgn-cpu "halo tgn train on the CPU failed"
+  step tgn-host 20 "$b/bin/halo" tgn train "$uci" --device cuda --memory-on host --epochs 3 -q \
+    --log "$logs/tgn-host.jsonl" || fail tgn-host "halo tgn train --device cuda --memory-on host failed"
   step tgn-split 10 "$b/bin/halo" tgn split "$uci" -o "$work/uci-split.npz" || fail tgn-split "halo tgn split failed"
   STEP_LD=$py_ld step tgn-pyg 40 python3 "$repo/tools/bench/tgn_pyg.py" "$work/uci-split.npz" --device cuda \
     --epochs 3 --json "$logs/tgn-pyg.json" || fail tgn-pyg "the PyG TGN run failed"
-  python3 - "$logs/tgn-cuda.jsonl" "$logs/tgn-cpu.jsonl" "$logs/tgn-pyg.json" <<'PY' 2>&1 | tee -a "$summary"
+  python3 - "$logs/tgn-cuda.jsonl" "$logs/tgn-cpu.jsonl" "$logs/tgn-pyg.json" "$logs/tgn-host.jsonl" <<'PY' 2>&1 | tee -a "$summary"
 import json, sys
 
 def records(path):
@@ -236,7 +239,7 @@ def records(path):
     except (OSError, ValueError):
         return []
 
-gpu, cpu, pyg = (records(p) for p in sys.argv[1:4])
+gpu, cpu, pyg, host = (records(p) for p in sys.argv[1:5])
 gl = [r["loss"] for r in gpu if r.get("type") == "epoch"]
 cl = [r["loss"] for r in cpu if r.get("type") == "epoch"]
 gs = next((r for r in gpu if r.get("type") == "summary"), None)
@@ -251,6 +254,17 @@ if gs and cs and len(gl) == len(cl) > 0:
           f"cpu (16 cores): {cs['events_per_s']:.0f} events/s")
 else:
     print("tgn cuda vs cpu: FAIL (missing logs; see tgn-cuda.txt, tgn-cpu.txt)")
+hl = [r["loss"] for r in host if r.get("type") == "epoch"]
+hs = next((r for r in host if r.get("type") == "summary"), None)
+if gs and hs and len(hl) == len(gl) > 0:
+    worst = max(abs(a - b) / abs(b) for a, b in zip(hl, gl))
+    ok = worst <= 1e-5 and hs.get("memory_on") == "host"
+    print(f"tgn --memory-on host vs device: losses within {worst:.2e} relative (<= 1e-5), "
+          f"{hs['events_per_s']:.0f} vs {gs['events_per_s']:.0f} events/s "
+          f"({hs['events_per_s'] / gs['events_per_s']:.2f}, target >= 0.7), peak GPU "
+          f"{hs.get('peak_gpu_mb', 0):.0f} vs {gs.get('peak_gpu_mb', 0):.0f} MiB: {'ok' if ok else 'FAIL'}")
+else:
+    print("tgn --memory-on host vs device: FAIL (missing logs; see tgn-host.txt)")
 p = pyg[-1] if pyg else None
 if p and gs:
     print(f"PyG TGN (cuda): {p['events_per_s']:.0f} events/s, peak GPU {p.get('peak_gpu_mb', 0):.0f} MiB, "
@@ -260,6 +274,8 @@ else:
     print("PyG TGN (cuda): no result (see tgn-pyg.txt)")
 PY
   grep -q "tgn cuda vs cpu: FAIL" "$summary" && fail tgn-compare "CUDA and CPU TGN differ (see above)"
+  grep -q "tgn --memory-on host vs device: FAIL" "$summary" &&
+    fail tgn-host-compare "TGN with its memory on the host differs from on the device (see above)"
 fi
 
 say "== for the record"

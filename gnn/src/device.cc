@@ -51,6 +51,9 @@ void device_copy(void*, const void*, std::size_t, CopyKind) {
   throw SystemError(cuda_devices().reason);
 }
 void device_zero(void*, std::size_t) { throw SystemError(cuda_devices().reason); }
+void* host_pinned_alloc(std::size_t) { throw SystemError(cuda_devices().reason); }
+void host_pinned_free(void*) noexcept {}
+DeviceMemoryInfo device_memory_info() { return {}; }
 Backend& cuda_backend() { throw SystemError(cuda_devices().reason); }
 
 }  // namespace halo

@@ -187,4 +187,24 @@ void device_zero(void* p, std::size_t bytes) {
   if (bytes) HALO_CUDA_CHECK(cudaMemset(p, 0, bytes));
 }
 
+void* host_pinned_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  if (bytes == 0) return nullptr;
+  HALO_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return p;
+}
+
+void host_pinned_free(void* p) noexcept {
+  if (p) cudaFreeHost(p);
+}
+
+DeviceMemoryInfo device_memory_info() {
+  DeviceMemoryInfo m;
+  if (cudaMemGetInfo(&m.free, &m.total) != cudaSuccess) {
+    cudaGetLastError();  // clear it: the caller only asked
+    return {};
+  }
+  return m;
+}
+
 }  // namespace halo

@@ -754,27 +754,42 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double eve
   return fwd + bwd;
 }
 
-}  // namespace
-
-TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions& o, int ranks) {
-  // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
+// The floats of the model's parameters (all built) and of those trained (in the all-reduce).
+// Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
+// TemporalAttention(dh = nd, dq = nd + t, dk = nd + de + t, dout = z), nd = m + the static
+// memory's width, built whatever the embedding; the predictor's MLP (2z -> z -> 1); the time
+// encoding and projection. The static memory is counted with the node state.
+struct TgnParamFloats {
+  double built = 0, trained = 0;
+};
+TgnParamFloats tgn_param_floats(const TgnStreamShape& st, const TgnOptions& o) {
   const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
-  const double n = double(st.nodes), e = double(st.events);
-  const double sd = double(o.static_memory), nd = m + sd;  // a node's row in the attention
+  const double nd = m + double(o.static_memory);
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double z = attention ? double(o.embed_dim) : m;  // embedding width
-  // Tgn's members (gnn/src/temporal/tgn.cc): GruCell(2m + de + t -> m): w, u, two biases;
-  // TemporalAttention(dh = nd, dq = nd + t, dk = nd + de + t, dout = z), nd = m + the static
-  // memory's width, built whatever the embedding; the predictor's MLP (2z -> z -> 1); the time
-  // encoding and projection. Every Param allocates value, gradient and both moments; the
-  // replicas' all-reduce buffer holds the trained gradients (tgn_replicas.h).
   const double gru = (2 * m + de + t) * 3 * m + m * 3 * m + 6 * m;
   const double dq = nd + t, dk = nd + de + t;
   const double attn = 2 * dq * dq + 2 * dk * dq + 4 * dq + (dq + nd) * z + z * z + 2 * z;
   const double pred = 2 * z * z + z + z + 1, small = 2 * t + 2 * m;
   const double params = gru + attn + pred + small;
-  const double trained = params - (attention ? 0 : attn);
-  const double weights = 16.0 * params + 4.0 * (trained + 1);
+  return {params, params - (attention ? 0 : attn)};
+}
+
+std::int64_t clamp_bytes(double x) {
+  return x >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(x);
+}
+
+}  // namespace
+
+TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions& o, int ranks) {
+  // In double: 65,536-wide memories make 10^10-parameter GRUs; clamped into int64 at the end.
+  const double m = double(o.memory_dim), de = double(st.edge_dim);
+  const double n = double(st.nodes), e = double(st.events);
+  const double sd = double(o.static_memory);
+  // Every Param allocates value, gradient and both moments; the replicas' all-reduce buffer
+  // holds the trained gradients (tgn_replicas.h).
+  const TgnParamFloats pf = tgn_param_floats(st, o);
+  const double weights = 16.0 * pf.built + 4.0 * (pf.trained + 1);
   // The dataset's arrays (read whole: src, dst, time, features, others); the temporal indexes
   // (sampler.h: offsets, and per entry neighbour, event and time, two entries per event) of the
   // training events and of every event, each sampler's per-node pointer; the split's train_keep
@@ -801,9 +816,7 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   // scores, reciprocal rank) and its Scores.
   const double v = double(st.valid_events), te = double(st.test_events);
   const double evaluation = o.skip_eval ? 0 : 32 * v + 24 * te + 32 * te;
-  const auto clamp = [](double x) {
-    return x >= 9.2e18 ? std::numeric_limits<std::int64_t>::max() : std::int64_t(x);
-  };
+  const auto clamp = clamp_bytes;
   TgnMemoryEstimate est;
   est.stream = clamp(stream);
   est.indexes = clamp(indexes);
@@ -813,6 +826,103 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   est.evaluation = clamp(evaluation);
   est.overhead = clamp(kTgnProcessBytes + (ranks > 1 ? kTgnMpiBytes : 0));
   return est;
+}
+
+std::int64_t TgnGpuEstimate::total() const {
+  std::int64_t sum = 0;
+  for (const auto& [name, bytes] : terms())
+    sum = bytes > std::numeric_limits<std::int64_t>::max() - sum
+              ? std::numeric_limits<std::int64_t>::max()
+              : sum + bytes;
+  return sum;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> TgnGpuEstimate::terms() const {
+  return {{"weights", weights},
+          {"node state", node_state},
+          {"stream", stream},
+          {"batch", batch},
+          {"staged rows", staged}};
+}
+
+TgnGpuEstimate estimate_tgn_gpu_memory(const TgnStreamShape& st, const TgnOptions& o, int ranks,
+                                       TgnMemoryOn memory) {
+  const double m = double(o.memory_dim), de = double(st.edge_dim), n = double(st.nodes);
+  const bool attention = o.embedding == TgnEmbedding::kAttention;
+  const bool device = memory == TgnMemoryOn::kDevice;
+  // Tgn::to_device: every Param (value, gradient, Adam's moments), the static memory with them.
+  const double weights = 16.0 * tgn_param_floats(st, o).built + 16.0 * n * double(o.static_memory);
+  // kDevice: NodeMemory::rows, MessageStore's self, other and edge tables; the stream's edge
+  // features (Tgn::efeat_dev_).
+  const double node_state = device ? n * (4 * m + 8 * m + 4 * std::max(1.0, de)) : 0;
+  const double stream = device ? 4.0 * double(st.events) * de : 0;
+  // The batch buffers: the host's estimate of them (tgn_batch_bytes), which also counts the
+  // host's index bookkeeping: an upper bound by a few percent.
+  const double b = double(o.batch_size);
+  const double per_rank = o.parallel == TgnParallel::kSegments || ranks <= 1
+                              ? b
+                              : std::ceil(b / double(std::max(1, ranks)));
+  const double negatives_f = o.skip_eval ? 1 : double(std::max<std::int64_t>(1, o.eval_negatives));
+  const double batch = tgn_batch_bytes(st, o, per_rank, per_rank, negatives_f);
+  // kHost: Tgn::staged_, the rows a batch reads: the pending nodes' memory and messages, the
+  // stored memory of its queries and distinct neighbours (at most every node), the slots' edge
+  // features.
+  const double p = std::min(n, 2.0 * b), q = per_rank * (2 + negatives_f);
+  const double k = attention ? double(o.neighbors) : 0;
+  const double rows = std::min(n, p + q + std::min(n, q * k));
+  const double staged = device ? 0 : 4 * (rows * m + p * (2 * m + std::max(1.0, de)) + q * k * de);
+  TgnGpuEstimate est;
+  est.weights = clamp_bytes(weights);
+  est.node_state = clamp_bytes(node_state);
+  est.stream = clamp_bytes(stream);
+  est.batch = clamp_bytes(batch);
+  est.staged = clamp_bytes(staged);
+  return est;
+}
+
+namespace {
+
+// The flags behind the largest term of a GPU estimate, for the refusal's advice.
+std::string gpu_advice(const TgnGpuEstimate& e, const TgnOptions& o) {
+  if (e.node_state + e.stream >= std::max(e.weights, e.batch)) return "use --memory-on host";
+  if (e.weights >= e.batch)
+    return o.static_memory > 0 ? "lower --static-memory or --memory-dim" : "lower --memory-dim";
+  return "lower --batch-size, --eval-negatives or --neighbors";
+}
+
+}  // namespace
+
+TgnMemoryOn choose_tgn_memory(const TgnStreamShape& stream, const TgnOptions& o, int ranks,
+                              std::size_t free_bytes, int sharing, const std::string& dataset) {
+  const TgnGpuEstimate on_device = estimate_tgn_gpu_memory(stream, o, ranks, TgnMemoryOn::kDevice),
+                       on_host = estimate_tgn_gpu_memory(stream, o, ranks, TgnMemoryOn::kHost);
+  const char* check = std::getenv("HALO_MEMORY_CHECK");
+  const bool skip = free_bytes == 0 || (check && std::string(check) == "0");
+  const double budget = 0.9 * double(free_bytes) / double(std::max(1, sharing));
+  const auto fits = [&](const TgnGpuEstimate& e) { return skip || double(e.total()) <= budget; };
+  if (o.memory_on == TgnMemoryChoice::kDevice ||
+      (o.memory_on == TgnMemoryChoice::kAuto && fits(on_device))) {
+    if (fits(on_device)) return TgnMemoryOn::kDevice;
+  } else if (fits(on_host)) {
+    return TgnMemoryOn::kHost;
+  }
+  const bool asked_device = o.memory_on == TgnMemoryChoice::kDevice;
+  const TgnGpuEstimate& e = asked_device ? on_device : on_host;
+  const std::string shared =
+      sharing > 1 ? " (shared by " + std::to_string(sharing) + " ranks)" : std::string();
+  throw ParamError(
+      dataset + ": " +
+      (asked_device ? std::string("--memory-on device")
+                    : std::string("even with the node state in host memory, TGN")) +
+      " needs about " + format_bytes(std::uint64_t(e.total())) + " of GPU memory per rank (" +
+      std::to_string(stream.nodes) + " nodes, --memory-dim " + std::to_string(o.memory_dim) +
+      ", --batch-size " + std::to_string(o.batch_size) + "), but the GPU has " +
+      format_bytes(std::uint64_t(free_bytes)) + " free" + shared +
+      (!asked_device ? "; " + gpu_advice(on_host, o)
+       : fits(on_host)
+           ? "; use --memory-on host (about " + format_bytes(std::uint64_t(on_host.total())) + ")"
+           : "; even --memory-on host needs about " + format_bytes(std::uint64_t(on_host.total())) +
+                 ": " + gpu_advice(on_host, o)));
 }
 
 std::string tgn_memory_message(const TgnMemoryEstimate& e, const TgnOptions& o, std::int64_t nodes,

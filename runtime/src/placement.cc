@@ -93,11 +93,17 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
 
 }  // namespace
 
-void use_rank_gpu(Communicator& comm) {
+int use_rank_gpu(Communicator& comm) {
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
   const std::vector<std::string> hosts = every_rank(comm, machine_id());
-  use_device(local_rank(hosts, comm.rank()) % devs.count);
+  const int gpu = local_rank(hosts, comm.rank()) % devs.count;
+  use_device(gpu);
+  int sharing = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    sharing += hosts[std::size_t(r)] == hosts[std::size_t(comm.rank())] &&
+               local_rank(hosts, r) % devs.count == gpu;
+  return sharing;
 }
 
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out) {

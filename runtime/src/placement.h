@@ -27,7 +27,8 @@ struct ExchangeComms {
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out);
 
 // Makes this rank's GPU the current device: its index among the ranks of its machine, modulo
-// the visible GPUs (several ranks may share one). Collective; SystemError without a GPU.
-void use_rank_gpu(Communicator& comm);
+// the visible GPUs (several ranks may share one). Returns how many of the job's ranks use that
+// GPU, this one included. Collective; SystemError without a GPU.
+int use_rank_gpu(Communicator& comm);
 
 }  // namespace halo

@@ -108,6 +108,22 @@ Device tgn_device(const TgnOptions& opt) {
   return Device::kCpu;
 }
 
+// Where the node state lives (--memory-on), decided before the model allocates anything: on
+// the host for --device cpu (host runs the staging path there); on a GPU, the memory model's
+// choice against the GPU's free memory. Every rank decides from the smallest free memory and the
+// most ranks sharing a GPU, so all take the same placement or refuse alike. Chooses this rank's
+// GPU (collective).
+TgnMemoryOn place_tgn(Device device, const TgnOptions& opt, const TgnStreamShape& shape,
+                      Communicator& comm, const std::string& dataset) {
+  if (device != Device::kCuda)
+    return opt.memory_on == TgnMemoryChoice::kHost ? TgnMemoryOn::kHost : TgnMemoryOn::kDevice;
+  std::int64_t sharing = comm.size() > 1 ? use_rank_gpu(comm) : 1;
+  std::int64_t free = std::int64_t(device_memory_info().free);
+  comm.allreduce(&sharing, 1, ReduceOp::kMax);
+  comm.allreduce(&free, 1, ReduceOp::kMin);
+  return choose_tgn_memory(shape, opt, comm.size(), std::size_t(free), int(sharing), dataset);
+}
+
 // The test figures of a summary from the test scores.
 void set_test(TgnSummary& sum, const Scores& test) {
   sum.test_ap = test.ap();
@@ -559,8 +575,9 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
       chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
   // Before the indexes, the model and the node state are allocated: a run that cannot fit is one
   // line naming the allocation and the flags that size it.
+  const TgnStreamShape shape = stream_shape(d, split);
   if (opt.model != TgnModel::kEdgebank)  // EdgeBank has no model, memory or batch buffers
-    refuse_impossible_tgn_memory(stream_shape(d, split), opt, comm.size(), dataset.string());
+    refuse_impossible_tgn_memory(shape, opt, comm.size(), dataset.string());
   // EdgeBank learns nothing, but it evaluates; the others need events to learn from.
   check_split(dataset, s, split, split.train_end,
               opt.model == TgnModel::kEdgebank || !opt.skip_eval);
@@ -581,9 +598,9 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   // Ranks take their machine's GPUs in turn (several may share one: the gradients' all-reduce
   // is staged through the host either way), chosen before any device allocation.
-  if (device == Device::kCuda && comm.size() > 1) use_rank_gpu(comm);
+  const TgnMemoryOn memory_on = place_tgn(device, opt, shape, comm, dataset.string());
   const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm, dataset.string());
-  model->to_device(device);
+  model->to_device(device, memory_on);
   Backend& be = device == Device::kCuda ? cuda_backend() : cpu_backend();
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
@@ -600,13 +617,14 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   sum.events_per_s = st.speeds.empty() ? 0.0 : st.speeds[st.speeds.size() / 2];
   add_peak_memory(sum, comm, device == Device::kCuda);
   sum.ranks = comm.size();
+  sum.memory_on = to_string(memory_on);
   log.write_line(sum.to_json().dump());
   log.close();
   return sum;
 }
 
-TgnMemoryEstimate predict_tgn_memory(const fs::path& dataset, const TgnOptions& options,
-                                     int ranks) {
+TgnMemoryPrediction predict_tgn_memory(const fs::path& dataset, const TgnOptions& options,
+                                       int ranks) {
   const TgnOptions opt = resolved(options);
   opt.check();
   if (dataset_kind(dataset) != "temporal")
@@ -617,7 +635,10 @@ TgnMemoryEstimate predict_tgn_memory(const fs::path& dataset, const TgnOptions& 
   const Stream s = stream_of(d);
   const TemporalSplit split =
       chronological_split(s.nodes, s.src, s.dst, s.time, s.events, opt.seed);
-  return estimate_tgn_memory(stream_shape(d, split), opt, ranks);
+  const TgnStreamShape shape = stream_shape(d, split);
+  return {estimate_tgn_memory(shape, opt, ranks),
+          estimate_tgn_gpu_memory(shape, opt, ranks, TgnMemoryOn::kDevice),
+          estimate_tgn_gpu_memory(shape, opt, ranks, TgnMemoryOn::kHost)};
 }
 
 void write_tgn_split(const fs::path& dataset, const fs::path& out, std::uint64_t seed) {

@@ -43,6 +43,13 @@ TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s) {
   throw ParamError("unknown --neighbors-before '" + std::string(s) + "' (expected event or batch)");
 }
 
+TgnMemoryChoice parse_tgn_memory_choice(std::string_view s) {
+  if (s == "auto") return TgnMemoryChoice::kAuto;
+  if (s == "device") return TgnMemoryChoice::kDevice;
+  if (s == "host") return TgnMemoryChoice::kHost;
+  throw ParamError("unknown --memory-on '" + std::string(s) + "' (expected auto, device or host)");
+}
+
 const char* to_string(TgnModel m) {
   switch (m) {
     case TgnModel::kJodie:
@@ -71,6 +78,11 @@ const char* to_string(TgnNeighborsBefore n) {
   return n == TgnNeighborsBefore::kBatch ? "batch" : "event";
 }
 
+const char* to_string(TgnMemoryChoice m) {
+  return m == TgnMemoryChoice::kDevice ? "device" : m == TgnMemoryChoice::kHost ? "host" : "auto";
+}
+const char* to_string(TgnMemoryOn m) { return m == TgnMemoryOn::kHost ? "host" : "device"; }
+
 void TgnOptions::check() const {
   const auto in = [](std::int64_t v, std::int64_t lo, std::int64_t hi, const char* flag) {
     if (v < lo || v > hi)
@@ -89,6 +101,9 @@ void TgnOptions::check() const {
         (model == TgnModel::kJodie ? "--model jodie (the time embedding)"
                                    : std::string("--embedding ") + to_string(embedding)) +
         " has no attention to combine them; use --model tgn --embedding attn");
+  if (memory_on != TgnMemoryChoice::kAuto && model == TgnModel::kEdgebank)
+    throw ParamError(std::string("--memory-on ") + to_string(memory_on) +
+                     " places the node memory: --model edgebank has none");
   in(neighbors, 1, kMaxTgnNeighbors, "--neighbors");
   in(batch_size, 1, kMaxBatchSize, "--batch-size");
   in(epochs, 1, kMaxEpochs, "--epochs");
@@ -125,6 +140,7 @@ json TgnSummary::to_json() const {
             {"ranks", ranks},
             {"test_mrr", test_mrr}};
   if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;  // runs on a GPU only
+  if (!memory_on.empty()) j["memory_on"] = memory_on;
   return j;
 }
 

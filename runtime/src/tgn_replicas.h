@@ -34,8 +34,11 @@ class TgnReplicas {
   TgnReplicas(const EventStream& events, const TgnOptions& o, Communicator* comm = nullptr);
 
   std::vector<Param*> params() { return model_.params(); }
-  // Moves the model and its node state to d's memory (the backend batch() is given must be d's).
-  void to_device(Device d) { model_.to_device(d); }
+  // Moves the model to d's memory and its node state to `memory` (the backend batch() is given
+  // must be d's; see Tgn::to_device).
+  void to_device(Device d, TgnMemoryOn memory = TgnMemoryOn::kDevice) {
+    model_.to_device(d, memory);
+  }
   void reset() { model_.reset(); }
 
   // This rank's share of a batch of n events: [slice_begin(n), slice_begin(n) + slice_size(n)).

@@ -52,6 +52,14 @@ struct Stream {
 void expect_close(const std::vector<float>& got, const std::vector<float>& ref, double rtol,
                   const std::string& what) {
   ASSERT_EQ(got.size(), ref.size()) << what;
+  if (rtol == 0) {  // the same bits
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!(got[i] == ref[i])) {
+        ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << ref[i];
+        return;
+      }
+    return;
+  }
   double scale = 0;
   for (float r : ref) scale = std::max(scale, std::abs(double(r)));
   for (std::size_t i = 0; i < got.size(); ++i)
@@ -62,61 +70,70 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref, 
     }
 }
 
+// Five training batches and one evaluation batch (3 negatives per event) on the CPU model and
+// a second one computing on `device` with its node state in `memory`: losses, scores and
+// gradients within rtol (rtol 0: the same bits), the node state after the last commit too.
+void compare(const TgnConfig& c, Device device, TgnMemoryOn memory, double rtol,
+             const std::string& name) {
+  const Stream st;
+  const TemporalCsr g = build_temporal_csr(st.s.nodes, st.s.src, st.s.dst, st.s.time, 240);
+  RecentSampler cpu_sampler(g, 4), gpu_sampler(g, 4);
+  Tgn cpu_model(st.s, c), gpu_model(st.s, c);
+  gpu_model.to_device(device, memory);
+  Backend& cpu = cpu_backend();
+  Backend& gpu = device == Device::kCuda ? cuda_backend() : cpu_backend();
+  const std::vector<Param*> cp = cpu_model.params(), gp = gpu_model.params();
+  ASSERT_EQ(cp.size(), gp.size());
+  for (std::int64_t b = 0; b < 6; ++b) {
+    const bool train = b < 5;
+    const std::int64_t negatives = train ? 1 : 3;
+    std::vector<std::int64_t> ids;
+    for (std::int64_t e = b * 40; e < b * 40 + 40; ++e) ids.push_back(e);
+    std::vector<NodeId> neg;
+    for (std::int64_t e : ids)
+      for (std::int64_t j = 0; j < negatives; ++j) neg.push_back(NodeId((e * 13 + 5 * j) % 50));
+    const std::string what = name + " batch " + std::to_string(b);
+    std::vector<float> cpos, cneg, gpos, gneg;
+    // The slice: the last 30 events (10 before it only become messages).
+    const double closs = cpu_model.score(cpu, cpu_sampler, ids, {10, 30}, neg, train, &cpos, &cneg);
+    const double gloss = gpu_model.score(gpu, gpu_sampler, ids, {10, 30}, neg, train, &gpos, &gneg);
+    if (rtol == 0)
+      EXPECT_EQ(gloss, closs) << what;
+    else
+      EXPECT_NEAR(gloss, closs, rtol * std::abs(closs)) << what;
+    expect_close(gpos, cpos, rtol, what + " positive scores");
+    expect_close(gneg, cneg, rtol, what + " negative scores");
+    if (train)
+      for (std::size_t i = 0; i < cp.size(); ++i) {
+        expect_close(gp[i]->grad.to_host(), cp[i]->grad.to_host(), rtol,
+                     what + " gradient of " + cp[i]->name);
+        AdamStep a;
+        a.lr = 1e-2f;
+        a.step = b + 1;
+        Param& p = *cp[i];
+        cpu.adam(p.value.data(), p.grad.data(), p.m.data(), p.v.data(), p.value.size(), a);
+        copy_floats(device, gp[i]->value.data(), Device::kCpu, p.value.data(), p.value.size());
+      }
+    cpu_model.commit(ids);
+    gpu_model.commit(ids);
+  }
+  expect_close(gpu_model.memory().rows.to_host(), cpu_model.memory().rows.to_host(), rtol,
+               name + " memory after the last commit");
+  expect_close(gpu_model.messages().other.to_host(), cpu_model.messages().other.to_host(), rtol,
+               name + " stored messages after the last commit");
+  expect_close(gpu_model.messages().edge.to_host(), cpu_model.messages().edge.to_host(), rtol,
+               name + " stored edge features after the last commit");
+}
+
 class CudaTgnTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const CudaDevices d = cuda_devices();
     if (d.count == 0) GTEST_SKIP() << d.reason;
   }
-
-  // Five training batches and one evaluation batch (3 negatives per event) on both backends.
-  void compare(const TgnConfig& c, const std::string& name) {
-    const Stream st;
-    const TemporalCsr g = build_temporal_csr(st.s.nodes, st.s.src, st.s.dst, st.s.time, 240);
-    RecentSampler cpu_sampler(g, 4), gpu_sampler(g, 4);
-    Tgn cpu_model(st.s, c), gpu_model(st.s, c);
-    gpu_model.to_device(Device::kCuda);
-    Backend& cpu = cpu_backend();
-    Backend& gpu = cuda_backend();
-    const std::vector<Param*> cp = cpu_model.params(), gp = gpu_model.params();
-    ASSERT_EQ(cp.size(), gp.size());
-    for (std::int64_t b = 0; b < 6; ++b) {
-      const bool train = b < 5;
-      const std::int64_t negatives = train ? 1 : 3;
-      std::vector<std::int64_t> ids;
-      for (std::int64_t e = b * 40; e < b * 40 + 40; ++e) ids.push_back(e);
-      std::vector<NodeId> neg;
-      for (std::int64_t e : ids)
-        for (std::int64_t j = 0; j < negatives; ++j) neg.push_back(NodeId((e * 13 + 5 * j) % 50));
-      const std::string what = name + " batch " + std::to_string(b);
-      std::vector<float> cpos, cneg, gpos, gneg;
-      // The slice: the last 30 events (10 before it only become messages).
-      const double closs =
-          cpu_model.score(cpu, cpu_sampler, ids, {10, 30}, neg, train, &cpos, &cneg);
-      const double gloss =
-          gpu_model.score(gpu, gpu_sampler, ids, {10, 30}, neg, train, &gpos, &gneg);
-      EXPECT_NEAR(gloss, closs, 1e-4 * std::abs(closs)) << what;
-      expect_close(gpos, cpos, 1e-4, what + " positive scores");
-      expect_close(gneg, cneg, 1e-4, what + " negative scores");
-      if (train)
-        for (std::size_t i = 0; i < cp.size(); ++i) {
-          expect_close(gp[i]->grad.to_host(), cp[i]->grad.to_host(), 1e-4,
-                       what + " gradient of " + cp[i]->name);
-          AdamStep a;
-          a.lr = 1e-2f;
-          a.step = b + 1;
-          Param& p = *cp[i];
-          cpu.adam(p.value.data(), p.grad.data(), p.m.data(), p.v.data(), p.value.size(), a);
-          copy_floats(Device::kCuda, gp[i]->value.data(), Device::kCpu, p.value.data(),
-                      p.value.size());
-        }
-      cpu_model.commit(ids);
-      gpu_model.commit(ids);
-    }
-    expect_close(gpu_model.memory().rows.to_host(), cpu_model.memory().rows.to_host(), 1e-4,
-                 name + " memory after the last commit");
-    expect_close(gpu_model.messages().other.to_host(), cpu_model.messages().other.to_host(), 1e-4,
-                 name + " stored messages after the last commit");
+  void compare(const TgnConfig& c, const std::string& name,
+               TgnMemoryOn memory = TgnMemoryOn::kDevice) {
+    halo::compare(c, Device::kCuda, memory, 1e-4, name);
   }
 };
 
@@ -149,6 +166,30 @@ TEST_F(CudaTgnTest, JodieAndIdentityBatchesMatchCpu) {
   compare(small(TgnEmbedding::kTime, false, 0), "jodie, last");
   compare(small(TgnEmbedding::kTime, true, 0), "jodie, mean");
   compare(small(TgnEmbedding::kIdentity, true, 0), "identity, mean");
+}
+
+// --memory-on host on a GPU: the node state in host memory, each batch's rows staged.
+TEST_F(CudaTgnTest, HostMemoryBatchesMatchCpu) {
+  compare(small(TgnEmbedding::kAttention, false, 0), "host memory: attention, last",
+          TgnMemoryOn::kHost);
+  compare(small(TgnEmbedding::kAttention, true, 6), "host memory: attention + static, mean",
+          TgnMemoryOn::kHost);
+  compare(small(TgnEmbedding::kTime, true, 0), "host memory: jodie, mean", TgnMemoryOn::kHost);
+}
+
+// The staging of --memory-on host on the CPU, against the tables read in place: only the rows'
+// places differ, so every loss, score, gradient and the node state are the same bits. Runs
+// everywhere; the GPU's own staging copies are HostMemoryBatchesMatchCpu's.
+TEST(TgnHostMemory, StagedRowsGiveTheResidentTablesBits) {
+  const auto host = TgnMemoryOn::kHost;
+  compare(small(TgnEmbedding::kAttention, false, 0), Device::kCpu, host, 0, "attention, last");
+  compare(small(TgnEmbedding::kAttention, true, 0), Device::kCpu, host, 0, "attention, mean");
+  compare(small(TgnEmbedding::kAttention, false, 6), Device::kCpu, host, 0, "with static memory");
+  TgnConfig before_batch = small(TgnEmbedding::kAttention, true, 0);
+  before_batch.neighbors_before_batch = true;
+  compare(before_batch, Device::kCpu, host, 0, "neighbours before the batch");
+  compare(small(TgnEmbedding::kTime, true, 0), Device::kCpu, host, 0, "jodie, mean");
+  compare(small(TgnEmbedding::kIdentity, false, 0), Device::kCpu, host, 0, "identity, last");
 }
 
 }  // namespace

@@ -285,6 +285,67 @@ TEST(MemoryModel, TgnEstimateNamesTheLargestAllocation) {
   EXPECT_EQ(estimate_tgn_memory(uci, big, 4).batch, one);
 }
 
+// The GPU estimates of --memory-on: with the node state on the device it grows with the nodes
+// (memory and message tables) and the events (edge features); in host memory only the batch's
+// staged rows remain, so a 100 M-node stream needs no more GPU memory than a 1 M-node one. auto
+// keeps the device where it fits 90% of the free memory (over the ranks sharing the GPU) and moves
+// to the host where it does not; an asked placement that does not fit, or auto where neither does,
+// is one line naming the bytes and what to change.
+TEST(MemoryModel, TgnMemoryOnPicksThePlacementThatFitsTheGpu) {
+  TgnOptions o;
+  const TgnStreamShape uci = tgn_stream_shape(1899, 59835, 1),
+                       huge = tgn_stream_shape(100000000, 1000000, 172);
+  const TgnGpuEstimate dev = estimate_tgn_gpu_memory(huge, o, 1, TgnMemoryOn::kDevice),
+                       host = estimate_tgn_gpu_memory(huge, o, 1, TgnMemoryOn::kHost);
+  // 100 M nodes x (memory, two message tables of 100 floats, 172 edge features) on the device.
+  EXPECT_GE(double(dev.node_state), 1e8 * 4 * (300 + 172));
+  EXPECT_EQ(dev.stream, std::int64_t(4) * 1000000 * 172);
+  EXPECT_EQ(dev.staged, 0);
+  EXPECT_EQ(host.node_state, 0);
+  EXPECT_EQ(host.stream, 0);
+  EXPECT_GT(host.staged, 0);
+  EXPECT_EQ(host.weights, dev.weights);
+  EXPECT_EQ(host.batch, dev.batch);
+  std::int64_t sum = 0;
+  for (const auto& [name, bytes] : dev.terms()) sum += bytes;
+  EXPECT_EQ(sum, dev.total());
+  const TgnGpuEstimate fewer =
+      estimate_tgn_gpu_memory(tgn_stream_shape(1000000, 1000000, 172), o, 1, TgnMemoryOn::kHost);
+  EXPECT_EQ(host.total(), fewer.total());  // beyond a batch's reach, nodes cost the GPU nothing
+  const std::size_t gib = std::size_t(1) << 30;
+  // auto: device when it fits, host when only that fits; free 0 (unknown) keeps the device.
+  EXPECT_EQ(choose_tgn_memory(uci, o, 1, 80 * gib, 1, "uci"), TgnMemoryOn::kDevice);
+  EXPECT_EQ(choose_tgn_memory(huge, o, 1, 80 * gib, 1, "big"), TgnMemoryOn::kHost);
+  EXPECT_EQ(choose_tgn_memory(huge, o, 1, 0, 1, "big"), TgnMemoryOn::kDevice);
+  // Ranks sharing one GPU share its free memory.
+  const std::size_t just = std::size_t(double(dev.total()) / 0.9) + gib;
+  EXPECT_EQ(choose_tgn_memory(huge, o, 1, just, 1, "big"), TgnMemoryOn::kDevice);
+  EXPECT_EQ(choose_tgn_memory(huge, o, 1, just, 2, "big"), TgnMemoryOn::kHost);
+  o.memory_on = TgnMemoryChoice::kHost;  // asked: host even where the device fits
+  EXPECT_EQ(choose_tgn_memory(uci, o, 1, 80 * gib, 1, "uci"), TgnMemoryOn::kHost);
+  o.memory_on = TgnMemoryChoice::kDevice;
+  try {
+    choose_tgn_memory(huge, o, 1, 80 * gib, 1, "big");
+    ADD_FAILURE() << "--memory-on device of 100 M nodes on 80 GiB was accepted";
+  } catch (const ParamError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    for (const char* part : {"big: --memory-on device needs about", "100000000 nodes",
+                             "80.00 GiB free", "use --memory-on host (about"})
+      EXPECT_NE(what.find(part), std::string::npos) << part << " in: " << what;
+  }
+  o.memory_on = TgnMemoryChoice::kAuto;  // neither fits: the batch is what to lower
+  o.batch_size = 200000;
+  try {
+    choose_tgn_memory(huge, o, 1, gib, 1, "big");
+    ADD_FAILURE() << "a run that fits neither placement was accepted";
+  } catch (const ParamError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("even with the node state in host memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("lower --batch-size"), std::string::npos) << what;
+  }
+}
+
 TEST(MemoryModel, RefusesImpossibleShapes) {
   RankShape r = small_rank();
   r.halo = -1;

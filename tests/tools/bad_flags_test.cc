@@ -228,6 +228,18 @@ TEST_F(BadFlags, TgnDeviceCudaWithoutAGpuIsRefused) {
   fs::remove_all(cut);
 }
 
+// --memory-on: an unknown placement names the three, and EdgeBank (no node memory) refuses a
+// placement; both one line, exit 2, nothing written.
+TEST_F(BadFlags, TgnMemoryOnIsCheckedBeforeAnyWork) {
+  const test::Run bogus = halo("tgn train " + uci() + " --memory-on disk --epochs 1");
+  expect_one_line(bogus, 2, {"--memory-on 'disk'", "auto, device or host"}, "--memory-on disk");
+  expect_nothing_written("--memory-on disk");
+  const std::string args =
+      "tgn train " + uci() + " --model edgebank --memory-on host --log out.jsonl";
+  expect_one_line(halo(args), 2, {"--memory-on host", "edgebank has none"}, args);
+  expect_nothing_written(args);
+}
+
 // ---- class 13: every numeric flag has a range -----------------------------------------------
 
 // A numeric flag as --help shows it: "--layers INT:[1, 1024]=2".

@@ -13,16 +13,30 @@
 namespace halo::cli {
 namespace {
 
-// `halo tgn train ... --dry-run`: the memory model's terms for one rank of the run.
-void print_tgn_dry_run(const TgnMemoryEstimate& e, int ranks) {
+// `halo tgn train ... --dry-run`: the memory model's terms for one rank of the run; with
+// --device cuda|auto also its GPU memory for either --memory-on placement (the peak line stays
+// the last "peak " of the output: the tests read it).
+void print_tgn_dry_run(const TgnMemoryPrediction& p, const TgnOptions& o, int ranks) {
+  const auto mib = [](std::int64_t bytes) { return double(bytes) / double(1 << 20); };
+  if (o.device != DeviceChoice::kCpu && o.model != TgnModel::kEdgebank) {
+    std::printf(
+        "predicted GPU memory of %s (--device cuda; halo's own allocations), by --memory-on:\n",
+        ranks > 1 ? "each rank" : "the process");
+    std::printf("  %-11s %12s %12s\n", "", "device", "host");
+    for (std::size_t i = 0; i < p.gpu_device.terms().size(); ++i)
+      std::printf("  %-11s %12.1f %12.1f MiB\n", p.gpu_device.terms()[i].first.c_str(),
+                  mib(p.gpu_device.terms()[i].second), mib(p.gpu_host.terms()[i].second));
+    std::printf("  %-11s %12.1f %12.1f MiB (auto: device when it fits 90%% of the free memory)\n",
+                "total", mib(p.gpu_device.total()), mib(p.gpu_host.total()));
+  }
+  const TgnMemoryEstimate& e = p.host;
   std::printf(
       "predicted peak memory of %s (halo tgn train, CPU backend; the model is in "
       "docs/BENCHMARKS.md \"TGN memory model\"):\n",
       ranks > 1 ? "each rank" : "the process");
   for (const auto& [name, bytes] : e.terms())
-    std::printf("  %-11s %12.1f MiB\n", name.c_str(), double(bytes) / double(1 << 20));
-  std::printf("  %-11s %12.1f MiB (largest term: %s)\n", "peak",
-              double(e.total()) / double(1 << 20), e.largest());
+    std::printf("  %-11s %12.1f MiB\n", name.c_str(), mib(bytes));
+  std::printf("  %-11s %12.1f MiB (largest term: %s)\n", "peak", mib(e.total()), e.largest());
 }
 
 }  // namespace
@@ -33,7 +47,7 @@ Action add_tgn(CLI::App& app) {
   auto log = std::make_shared<std::string>();
   struct Choices {  // the spellings the user typed, parsed into o's enums by the action
     std::string model = "tgn", parallel = "exact", aggregator = "last", embedding = "attn";
-    std::string neighbors_before = "event", device = "cpu";
+    std::string neighbors_before = "event", device = "cpu", memory_on = "auto";
   };
   auto c = std::make_shared<Choices>();
   auto* tgn = app.add_subcommand("tgn", "Temporal GNNs on event streams");
@@ -54,6 +68,11 @@ Action add_tgn(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", c->device,
                   "cpu | cuda | auto (cuda when a GPU is visible); edgebank runs on the host")
+      ->capture_default_str();
+  cmd->add_option("--memory-on", c->memory_on,
+                  "device | host | auto: where the node memory and stored messages live with "
+                  "--device cuda (host: pinned staging of each batch's rows, for streams whose "
+                  "memory exceeds the GPU; auto: device when the memory model says it fits)")
       ->capture_default_str();
   cmd->add_option("--embedding", c->embedding,
                   "attn (temporal attention) | identity (the memory) | time (JODIE)")
@@ -154,9 +173,10 @@ Action add_tgn(CLI::App& app) {
     o->embedding = parse_tgn_embedding(c->embedding);
     o->neighbors_before = parse_tgn_neighbors_before(c->neighbors_before);
     o->device = parse_device_choice(c->device);
+    o->memory_on = parse_tgn_memory_choice(c->memory_on);
     if (*dry_run) {  // every rank may compute it; one prints it
-      const TgnMemoryEstimate e = predict_tgn_memory(*path, *o, world().size());
-      if (world().rank() == 0) print_tgn_dry_run(e, world().size());
+      const TgnMemoryPrediction p = predict_tgn_memory(*path, *o, world().size());
+      if (world().rank() == 0) print_tgn_dry_run(p, *o, world().size());
       return 0;
     }
     const TgnSummary s = train_tgn(*path, world(), *o, std::cout);

@@ -225,6 +225,25 @@ const std::int32_t* IndexUpload::place(Device d) {
   return static_cast<const std::int32_t*>(dev_.get());
 }
 
+void HostStaging::Free::operator()(float* p) const noexcept {
+  if (pinned)
+    host_pinned_free(p);
+  else
+    delete[] p;
+}
+
+float* HostStaging::reserve(std::size_t n, bool pinned) {
+  if (n <= capacity_ && p_.get_deleter().pinned == pinned && p_) return p_.get();
+  p_.reset();
+  capacity_ = 0;  // owns nothing should the allocation throw
+  float* raw =
+      pinned ? static_cast<float*>(host_pinned_alloc(sizeof(float) * std::max<std::size_t>(n, 1)))
+             : new float[std::max<std::size_t>(n, 1)];
+  p_ = std::unique_ptr<float, Free>(raw, Free{pinned});
+  capacity_ = n;
+  return raw;
+}
+
 TemporalAttention::TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk,
                                      std::int64_t dout, int heads, std::uint64_t seed,
                                      std::uint64_t stream)

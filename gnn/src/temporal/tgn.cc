@@ -7,7 +7,6 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "halo/gnn/param_device.h"
 #include "halo/gnn/rng.h"
 
 namespace halo {
@@ -42,24 +41,6 @@ void source_gap_statistics(const EventStream& s, double& mean, double& std_dev) 
   mean = n ? sum / double(n) : 0.0;
   std_dev = n ? std::sqrt(std::max(0.0, sq / double(n) - mean * mean)) : 1.0;
   if (!(std_dev > 0)) std_dev = 1.0;
-}
-
-// m reallocated (empty) in memory d when it is elsewhere: for buffers whose contents each batch
-// overwrites.
-void place(Matrix& m, Device d) {
-  if (m.device() == d) return;
-  m = Matrix();
-  m.set_device(d);
-}
-
-// m's contents copied to memory d (the old storage freed): for the node state.
-void move_matrix(Matrix& m, Device d) {
-  if (m.device() == d) return;
-  Matrix moved;
-  moved.set_device(d);
-  moved.resize(m.rows(), m.cols());
-  copy_floats(d, moved.data(), m.device(), m.data(), m.size());
-  m = std::move(moved);
 }
 
 }  // namespace
@@ -119,45 +100,6 @@ std::vector<Param*> Tgn::params() {
   for (Param* p : {&pred_w1_, &pred_b1_, &pred_w2_, &pred_b2_}) out.push_back(p);
   if (static_memory_.dim() > 0) out.push_back(&static_memory_.param());  // static memory: last
   return out;
-}
-
-void Tgn::to_device(Device d) {
-  device_ = d;
-  time_encoder_.to_device(d);
-  memory_updater_.to_device(d);
-  attention_.to_device(d);
-  move_params({&pred_w1_, &pred_b1_, &pred_w2_, &pred_b2_, &time_proj_w_, &time_proj_b_}, d);
-  move_param(static_memory_.param(), d);
-  for (Matrix* m : {&memory_.rows, &messages_.self, &messages_.other, &messages_.edge})
-    move_matrix(*m, d);
-  if (d != Device::kCpu && edge_dim_ > 0 && efeat_dev_.device() != d) {
-    efeat_dev_ = Matrix();
-    efeat_dev_.set_device(d);
-    efeat_dev_.resize(events_.events, edge_dim_);
-    copy_floats(d, efeat_dev_.data(), Device::kCpu, events_.efeat, efeat_dev_.size());
-  }
-  for (Matrix* m :
-       {&time_codes_,   &gru_input_,       &gru_prev_,      &updated_memory_,   &queries_,
-        &query_memory_, &neighbor_memory_, &slot_features_, &query_gaps_dev_,   &query_rows_,
-        &embeddings_,   &pairs_,           &hidden_,        &logits_,           &d_logits_,
-        &d_hidden_,     &d_pairs_,         &d_embeddings_,  &d_queries_,        &d_neighbor_memory_,
-        &d_slots_,      &d_query_memory_,  &d_time_codes_,  &d_updated_memory_, &d_gru_input_,
-        &d_gru_prev_,   &column_sums_,     &memory_grads_,  &store_rows_,       &store_sum_})
-    place(*m, d);
-}
-
-// The stream's edge features (events x de) in the model's memory: a view of the caller's host
-// array on the CPU (no copy), the device copy otherwise.
-MatrixView Tgn::efeat() {
-  if (device_ != Device::kCpu) return efeat_dev_.view();
-  return {const_cast<float*>(events_.efeat), events_.events, edge_dim_, Device::kCpu};
-}
-
-void Tgn::reset() {
-  memory_.reset(events_, memory_dim_);
-  messages_.reset(events_, memory_dim_, config_.mean_messages);
-  pending_row_.assign(std::size_t(events_.nodes), -1);
-  neighbor_row_.assign(std::size_t(events_.nodes), -1);
 }
 
 double Tgn::score(Backend& be, RecentSampler& sampler, const std::vector<std::int64_t>& ids,
@@ -360,6 +302,14 @@ void Tgn::index_batch(Backend& be, bool train) {
   // Pair row (1 + j) B + i reads the source i on its left; its right is embedding row B + row.
   ix_.pair_left = take(pairs);
   for (std::int64_t r = 0; r < pairs; ++r) h[std::size_t(ix_.pair_left + r)] = std::int32_t(r % B);
+  if (host_tables_) {
+    stage_rows(h);
+  } else {
+    memory_rows_ = memory_.rows.view();
+    message_self_ = messages_.self.view();
+    message_other_ = messages_.other.view();
+    message_edge_ = messages_.edge.view();
+  }
   index_at_ = index_.place(be.device());
 }
 
@@ -374,13 +324,12 @@ void Tgn::update_memory(Backend& be) {
   gru_input_.resize(np, 2 * dm + de + dt);
   gru_prev_.resize(np, dm);
   const std::int32_t *pending = at(ix_.pending), *count = at(ix_.msg_count);
-  be.gather_rows_into(messages_.self.view(), pending, np, gru_input_.view(), 0);
-  be.sum_rows_into(messages_.other.view(), pending, nullptr, count, np, gru_input_.view(), dm);
-  if (de)
-    be.sum_rows_into(messages_.edge.view(), pending, nullptr, count, np, gru_input_.view(), 2 * dm);
+  be.gather_rows_into(message_self_, pending, np, gru_input_.view(), 0);
+  be.sum_rows_into(message_other_, pending, nullptr, count, np, gru_input_.view(), dm);
+  if (de) be.sum_rows_into(message_edge_, pending, nullptr, count, np, gru_input_.view(), 2 * dm);
   be.sum_rows_into(time_codes_.view().rows_range(mb, mb + nm), at(ix_.msg_first), count, count, np,
                    gru_input_.view(), 2 * dm + de);
-  be.gather_rows_into(memory_.rows.view(), pending, np, gru_prev_.view(), 0);
+  be.gather_rows_into(memory_rows_, pending, np, gru_prev_.view(), 0);
   memory_updater_.forward(be, gru_input_.view(), gru_prev_.view(), updated_memory_);
 }
 
@@ -397,8 +346,8 @@ void Tgn::embed_by_attention(Backend& be) {
   query_memory_.resize(Q, dn);
   neighbor_memory_.resize(nu, dn);
   slot_features_.resize(Q * k, de + dt);
-  be.gather_rows_into(memory_.rows.view(), at(ix_.q_stored), Q, queries_.view(), 0);
-  be.gather_rows_into(memory_.rows.view(), at(ix_.nb_stored), nu, neighbor_memory_.view(), 0);
+  be.gather_rows_into(memory_rows_, at(ix_.q_stored), Q, queries_.view(), 0);
+  be.gather_rows_into(memory_rows_, at(ix_.nb_stored), nu, neighbor_memory_.view(), 0);
   if (np > 0) {
     be.gather_rows_into(updated_memory_.view(), at(ix_.q_updated), Q, queries_.view(), 0);
     be.gather_rows_into(updated_memory_.view(), at(ix_.nb_updated), nu, neighbor_memory_.view(), 0);
@@ -410,7 +359,10 @@ void Tgn::embed_by_attention(Backend& be) {
   be.copy_columns(queries_.view(), 0, query_memory_.view(), 0, dn, false);
   be.copy_columns(time_codes_.view().rows_range(0, Q), 0, queries_.view(), dn, dt, false);
   // Padded slots get φ(0) and keep stale edge columns: the attention never reads them.
-  if (de) be.gather_rows_into(efeat(), at(ix_.slot_event), Q * k, slot_features_.view(), 0);
+  if (de && host_tables_)
+    be.copy_columns(slot_efeat_, 0, slot_features_.view(), 0, de, false);
+  else if (de)
+    be.gather_rows_into(efeat(), at(ix_.slot_event), Q * k, slot_features_.view(), 0);
   be.copy_columns(time_codes_.view().rows_range(Q, Q + Q * k), 0, slot_features_.view(), de, dt,
                   false);
   KeyValueInput kv;
@@ -426,7 +378,7 @@ void Tgn::embed_by_projection(Backend& be, const std::vector<std::int64_t>& ids)
   const std::int64_t Q = shape_.queries, dm = memory_dim_;
   Matrix& m = config_.embedding == TgnEmbedding::kIdentity ? embeddings_ : query_rows_;
   m.resize(Q, dm);
-  be.gather_rows_into(memory_.rows.view(), at(ix_.q_stored), Q, m.view(), 0);
+  be.gather_rows_into(memory_rows_, at(ix_.q_stored), Q, m.view(), 0);
   if (shape_.pending > 0)
     be.gather_rows_into(updated_memory_.view(), at(ix_.q_updated), Q, m.view(), 0);
   if (config_.embedding == TgnEmbedding::kIdentity) return;
@@ -564,115 +516,6 @@ void Tgn::backward_memory_update(Backend& be) {
                    d_time_codes_.view().rows_range(mb, mb + message_begin_[std::size_t(np)]));
   }
   time_encoder_.backward(be, d_time_codes_.view());
-}
-
-void Tgn::commit(const std::vector<std::int64_t>& ids) {
-  if (!backend_) backend_ = &cpu_backend();  // nothing scored yet: a host model's store
-  if (backend_->device() != device_)
-    throw std::logic_error("tgn: commit() before score() on the model's backend");
-  Backend& be = *backend_;
-  std::vector<NodeId>& pending = messages_.pending;
-  std::vector<std::int32_t>& h = commit_index_.host();
-  h.assign(pending.begin(), pending.end());
-  for (std::int64_t p = 0; p < shape_.pending; ++p) {
-    const NodeId v = pending[std::size_t(p)];
-    memory_.last_update[std::size_t(v)] = messages_.time[std::size_t(v)];
-    messages_.clear(v);
-    pending_row_[std::size_t(v)] = -1;
-  }
-  pending.clear();
-  store_messages(be, ids);
-}
-
-// Both endpoints of each event in ids (in order) receive its message, built from the memory as
-// commit() left it. Every stored message was spent by commit, so a node's first message of the
-// batch starts its sums. The host keeps the bookkeeping; the tables are written by row ops from
-// the receivers' rows, grouped by receiver (arrival order), their messages in event order:
-// "mean" sums the senders' memory and the features left to right as the host loop did, "last"
-// keeps the latest one.
-void Tgn::store_messages(Backend& be, const std::vector<std::int64_t>& ids) {
-  MessageStore& ms = messages_;
-  const std::int64_t dm = memory_dim_, de = edge_dim_, np = shape_.pending;
-  std::vector<NodeId>& pending = ms.pending;     // pending_row_ is all -1 here: scratch for groups
-  std::vector<std::int32_t> senders, events_of;  // "last": per receiver; "mean": per message
-  for (std::int64_t e : ids)
-    for (int side = 0; side < 2; ++side) {
-      const NodeId a = side ? events_.dst[e] : events_.src[e],
-                   b = side ? events_.src[e] : events_.dst[e];
-      const bool fresh = !ms.mean || !ms.has_message[std::size_t(a)];
-      ms.count[std::size_t(a)] = fresh ? 1 : ms.count[std::size_t(a)] + 1;
-      if (ms.mean) ms.times[std::size_t(a)].push_back(events_.time[e]);
-      ms.time[std::size_t(a)] = events_.time[e];
-      if (!ms.has_message[std::size_t(a)]) {
-        pending_row_[std::size_t(a)] = std::int32_t(pending.size());
-        pending.push_back(a);
-        if (!ms.mean) senders.push_back(0), events_of.push_back(0);
-      }
-      ms.has_message[std::size_t(a)] = 1;
-      if (!ms.mean) {
-        senders[std::size_t(pending_row_[std::size_t(a)])] = b;
-        events_of[std::size_t(pending_row_[std::size_t(a)])] = std::int32_t(e);
-      }
-    }
-  const std::int64_t na = std::int64_t(pending.size());
-  std::vector<std::int32_t>& h = commit_index_.host();  // [old pending | receivers | ...]
-  const std::int64_t nodes_at = std::int64_t(h.size());
-  h.insert(h.end(), pending.begin(), pending.end());
-  std::int64_t first_at = 0, rows_at = 0, senders_at = 0, events_at = 0, nmsg = na;
-  if (ms.mean) {  // counting sort of the messages by receiver, stable in event order
-    first_at = std::int64_t(h.size());
-    h.resize(h.size() + std::size_t(2 * na));
-    std::int32_t total = 0;
-    for (std::int64_t g = 0; g < na; ++g) {
-      const std::int32_t c = ms.count[std::size_t(pending[std::size_t(g)])];
-      h[std::size_t(first_at + g)] = total;
-      h[std::size_t(first_at + na + g)] = c;
-      total += c;
-    }
-    rows_at = first_at + na;
-    nmsg = total;
-    senders.assign(std::size_t(nmsg), 0);
-    events_of.assign(std::size_t(nmsg), 0);
-    std::vector<std::int32_t> cursor(h.begin() + first_at, h.begin() + first_at + na);
-    for (std::int64_t e : ids)
-      for (int side = 0; side < 2; ++side) {
-        const NodeId a = side ? events_.dst[e] : events_.src[e],
-                     b = side ? events_.src[e] : events_.dst[e];
-        const std::int32_t at_ = cursor[std::size_t(pending_row_[std::size_t(a)])]++;
-        senders[std::size_t(at_)] = b;
-        events_of[std::size_t(at_)] = std::int32_t(e);
-      }
-  }
-  for (NodeId v : pending) pending_row_[std::size_t(v)] = -1;
-  senders_at = std::int64_t(h.size());
-  h.insert(h.end(), senders.begin(), senders.end());
-  events_at = std::int64_t(h.size());
-  h.insert(h.end(), events_of.begin(), events_of.end());
-  const std::int32_t* ix = commit_index_.place(be.device());
-  // The updated memory is kept (the spent nodes' rows).
-  if (np > 0) be.scatter_rows(updated_memory_.view(), ix, np, memory_.rows.view());
-  if (na == 0) return;
-  const std::int32_t* receivers = ix + nodes_at;
-  // self = the receiver's memory; other = its senders' (summed for "mean"); edge likewise.
-  store_sum_.resize(na, dm);
-  be.gather_rows_into(memory_.rows.view(), receivers, na, store_sum_.view(), 0);
-  be.scatter_rows(store_sum_.view(), receivers, na, ms.self.view());
-  auto aggregate = [&](const MatrixView& src, const std::int32_t* rows_of_src,
-                       const Matrix& table) {
-    const std::int64_t w = src.cols;
-    store_sum_.resize(na, w);
-    if (nmsg == na) {  // one message each
-      be.gather_rows_into(src, rows_of_src, na, store_sum_.view(), 0);
-    } else {
-      store_rows_.resize(nmsg, w);
-      be.gather_rows_into(src, rows_of_src, nmsg, store_rows_.view(), 0);
-      be.sum_rows_into(store_rows_.view(), ix + first_at, ix + rows_at, nullptr, na,
-                       store_sum_.view(), 0);
-    }
-    be.scatter_rows(store_sum_.view(), receivers, na, table.view());
-  };
-  aggregate(memory_.rows.view(), ix + senders_at, ms.other);
-  if (de) aggregate(efeat(), ix + events_at, ms.edge);
 }
 
 }  // namespace halo

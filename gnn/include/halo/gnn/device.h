@@ -49,6 +49,19 @@ enum class CopyKind { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 void device_copy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 void device_zero(void* p, std::size_t bytes);
 
+// Page-locked host memory (cudaMallocHost): a copy between it and the GPU needs no bounce
+// buffer. For staging areas reused every batch, not for large tables (pinning is slow and takes
+// memory from the OS's page cache). Throws SystemError naming the call, or without CUDA.
+void* host_pinned_alloc(std::size_t bytes);
+void host_pinned_free(void* p) noexcept;
+
+// The current GPU's free and total memory in bytes, as the driver reports them now (other
+// processes' allocations included); both 0 without CUDA or a usable device. Never throws.
+struct DeviceMemoryInfo {
+  std::size_t free = 0, total = 0;
+};
+DeviceMemoryInfo device_memory_info();
+
 // A host array copied to device memory (RAII).
 template <class T>
 class DeviceArray {

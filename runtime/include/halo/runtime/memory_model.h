@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "halo/gnn/temporal/tgn.h"
 #include "halo/runtime/trainer.h"
 
 namespace halo {
@@ -221,6 +222,33 @@ std::string tgn_memory_message(const TgnMemoryEstimate& est, const TgnOptions& o
 // the largest allocation and the flags behind it. HALO_MEMORY_CHECK=0 skips it.
 void refuse_impossible_tgn_memory(const TgnStreamShape& stream, const TgnOptions& opt, int ranks,
                                   const std::string& dataset);
+
+// The GPU memory of one rank of `halo tgn train --device cuda`, by term: halo's own allocations,
+// as peak_gpu_mb counts them (the CUDA context and the libraries' workspaces are not included,
+// which is why a placement must fit within 90% of the free memory). Each term is derived from
+// the code that allocates it (memory_model.cc names the members).
+struct TgnGpuEstimate {
+  std::int64_t weights = 0;     // parameters with gradients and Adam's moments; static memory
+  std::int64_t node_state = 0;  // memory rows and message tables (--memory-on device)
+  std::int64_t stream = 0;      // the events' edge features (--memory-on device)
+  std::int64_t batch = 0;       // one batch's buffers at their widest (an upper bound)
+  std::int64_t staged = 0;      // one batch's staged rows of the node state (--memory-on host)
+  std::int64_t total() const;
+  // (name, bytes) in the order above, for printing.
+  std::vector<std::pair<std::string, std::int64_t>> terms() const;
+};
+
+// The estimate for one of `ranks` ranks with the node state in `memory`. Pure.
+TgnGpuEstimate estimate_tgn_gpu_memory(const TgnStreamShape& stream, const TgnOptions& opt,
+                                       int ranks, TgnMemoryOn memory);
+
+// Where --memory-on puts the node state of a run on a GPU with `free_bytes` free, shared by
+// `sharing` ranks: device when asked, or for auto when its estimate fits (90% of the free bytes
+// over the sharing ranks), host otherwise. ParamError, one line naming the bytes and what to
+// change, when the asked placement (for auto: either) does not fit. free_bytes 0 (unknown):
+// every placement fits. HALO_MEMORY_CHECK=0 skips the refusal (auto then keeps device).
+TgnMemoryOn choose_tgn_memory(const TgnStreamShape& stream, const TgnOptions& opt, int ranks,
+                              std::size_t free_bytes, int sharing, const std::string& dataset);
 
 // Every rank of a `halo train PATH` job and the model its options make.
 struct JobShape {

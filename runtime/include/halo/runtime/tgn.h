@@ -30,6 +30,8 @@ enum class TgnAggregator { kLast, kMean };
 enum class TgnParallel { kExact, kSegments };
 // Which earlier events the attention sees: before each event, or before its batch.
 enum class TgnNeighborsBefore { kEvent, kBatch };
+// Where the node state lives on a GPU (--memory-on): decided by the memory model, or as asked.
+enum class TgnMemoryChoice { kAuto, kDevice, kHost };
 
 // Each parse takes the CLI spelling and throws ParamError naming the expected ones; each
 // to_string gives the spelling back, as checkpoint keys and messages record it.
@@ -38,11 +40,14 @@ TgnEmbedding parse_tgn_embedding(std::string_view s);               // attn | id
 TgnAggregator parse_tgn_aggregator(std::string_view s);             // last | mean
 TgnParallel parse_tgn_parallel(std::string_view s);                 // exact | segments
 TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s);  // event | batch
+TgnMemoryChoice parse_tgn_memory_choice(std::string_view s);        // auto | device | host
 const char* to_string(TgnModel m);
 const char* to_string(TgnEmbedding e);
 const char* to_string(TgnAggregator a);
 const char* to_string(TgnParallel p);
 const char* to_string(TgnNeighborsBefore n);
+const char* to_string(TgnMemoryChoice m);
+const char* to_string(TgnMemoryOn m);  // device | host
 
 struct TgnOptions {
   TgnModel model = TgnModel::kTgn;
@@ -82,6 +87,13 @@ struct TgnOptions {
   // parameters and Adam's moments are the same floats on either device, so a run may resume on
   // the other one.
   DeviceChoice device = DeviceChoice::kCpu;
+  // Where the node memory, last updates, stored messages and the events' edge features live with
+  // --device cuda: device (GPU memory), host (host memory; each batch's rows cross PCIe, so a
+  // stream whose node state exceeds the GPU still trains) or auto (device when the memory model
+  // says it fits the GPU's free memory, host otherwise). The same floats either way (not in the
+  // checkpoint key). With --device cpu the state is the host's; host then runs the same staging
+  // (for tests). TGN and JODIE only.
+  TgnMemoryChoice memory_on = TgnMemoryChoice::kAuto;
   // Throughput runs: train on at most this many events per epoch (0 = all) and skip evaluation.
   std::int64_t max_train_events = 0;
   // Evaluation also ranks each positive against this many uniform negatives (MRR; 0 = off).
@@ -108,6 +120,7 @@ struct TgnSummary {
   double events_per_s = 0;  // training events per second (median epoch)
   double peak_rss_mb = 0;   // the largest peak resident memory over the ranks
   double peak_gpu_mb = 0;   // the largest peak GPU memory halo held over the ranks (--device cuda)
+  std::string memory_on;    // where the node state lived: device | host (TGN and JODIE)
   int ranks = 1;
   nlohmann::json to_json() const;
 };
@@ -126,10 +139,17 @@ void write_tgn_split(const std::filesystem::path& dataset, const std::filesystem
 TgnSummary train_tgn(const std::filesystem::path& dataset, Communicator& comm,
                      const TgnOptions& opt, std::ostream& out);
 
-// `halo tgn train --dry-run`: the memory model's estimate for one of `ranks` ranks of this run,
-// from the dataset's sizes and its split (reads the events; builds nothing of the model).
-TgnMemoryEstimate predict_tgn_memory(const std::filesystem::path& dataset, const TgnOptions& opt,
-                                     int ranks);
+// The memory model's estimates for one rank of a run: its peak resident memory, and its GPU
+// memory with --device cuda for either placement of the node state (--memory-on).
+struct TgnMemoryPrediction {
+  TgnMemoryEstimate host;
+  TgnGpuEstimate gpu_device, gpu_host;
+};
+
+// `halo tgn train --dry-run`: the estimates for one of `ranks` ranks of this run, from the
+// dataset's sizes and its split (reads the events; builds nothing of the model).
+TgnMemoryPrediction predict_tgn_memory(const std::filesystem::path& dataset, const TgnOptions& opt,
+                                       int ranks);
 
 // For the leakage test: trains on batches 0 .. batch-1 of the stream (arrays of one time-sorted
 // event list), then returns the positive scores of the events of batch `batch`.

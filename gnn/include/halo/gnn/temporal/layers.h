@@ -112,6 +112,22 @@ class IndexUpload {
   std::size_t dev_capacity_ = 0;  // int32s
 };
 
+// A host float buffer that grows and is reused, page-locked when it feeds a GPU (copies from it
+// then need no bounce buffer): the staging area of a batch's rows with --memory-on host.
+class HostStaging {
+ public:
+  // At least n floats, in pinned memory when pinned (a GPU reads them); contents unspecified.
+  float* reserve(std::size_t n, bool pinned);
+
+ private:
+  struct Free {
+    bool pinned;
+    void operator()(float* p) const noexcept;
+  };
+  std::unique_ptr<float, Free> p_{nullptr, Free{false}};
+  std::size_t capacity_ = 0;  // floats
+};
+
 class TemporalAttention {
  public:
   TemporalAttention(std::int64_t dh, std::int64_t dq, std::int64_t dk, std::int64_t dout, int heads,

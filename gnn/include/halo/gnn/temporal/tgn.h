@@ -54,6 +54,15 @@ struct TgnConfig {
   std::uint64_t seed = 0;
 };
 
+// Where the node state lives when the model computes on a GPU. kDevice: the node memory, the
+// message tables and the stream's edge features in GPU memory. kHost: they stay in host memory;
+// each batch stages the rows it reads (its pending nodes' memory and messages, the stored memory
+// of its queries and neighbours, its slots' edge features) into pinned memory, uploads them in one
+// copy and names rows of the staged tables in its indices; commit() brings the updated memory
+// back and writes the messages on the host. The same floats either way: only the rows' places
+// differ. On the host (Device::kCpu) kHost runs the same staging, for tests.
+enum class TgnMemoryOn { kDevice, kHost };
+
 // The events of a batch this replica embeds and scores: [begin, begin + size).
 struct BatchSlice {
   std::int64_t begin = 0, size = 0;
@@ -64,9 +73,10 @@ class Tgn {
   // events must outlive the model; allocates the node state (may throw std::bad_alloc).
   Tgn(const EventStream& events, const TgnConfig& config);
 
-  // Moves the parameters, the node state, the stream's edge features and the batch buffers to
-  // d's memory (the backend score() is then given must compute there); calling it again is free.
-  void to_device(Device d);
+  // Moves the parameters, the batch buffers and (memory kDevice) the node state and the stream's
+  // edge features to d's memory; the backend score() is then given must compute there. The
+  // node state stays in (or returns to) host memory with kHost. Calling it again is free.
+  void to_device(Device d, TgnMemoryOn memory = TgnMemoryOn::kDevice);
 
   // The trained parameters, in a fixed order (checkpoints and the all-reduce rely on it).
   std::vector<Param*> params();
@@ -88,7 +98,7 @@ class Tgn {
   void commit(const std::vector<std::int64_t>& ids);
 
   // The node state, for replicas that must agree (broadcast by the caller; host memory unless
-  // to_device moved the matrices).
+  // to_device moved the matrices with TgnMemoryOn::kDevice).
   NodeMemory& memory() { return memory_; }
   MessageStore& messages() { return messages_; }
 
@@ -119,6 +129,7 @@ class Tgn {
   void sample_neighbors(RecentSampler& sampler, const std::vector<std::int64_t>& ids);
   void encode_time_gaps(Backend& be, const std::vector<std::int64_t>& ids);
   void index_batch(Backend& be, bool train);
+  void stage_rows(std::vector<std::int32_t>& h);
   void update_memory(Backend& be);
   void embed_by_attention(Backend& be);
   void embed_by_projection(Backend& be, const std::vector<std::int64_t>& ids);
@@ -128,7 +139,7 @@ class Tgn {
   void backward_attention(Backend& be);
   void backward_projection(Backend& be);
   void backward_memory_update(Backend& be);
-  void store_messages(Backend& be, const std::vector<std::int64_t>& ids);
+  void store_messages(Backend& be, const std::vector<std::int64_t>& ids, const MatrixView& updated);
   double event_time(const std::vector<std::int64_t>& ids, std::int64_t query) const;
   const std::int32_t* at(std::int64_t offset) const { return index_at_ + offset; }
   MatrixView efeat();
@@ -150,6 +161,15 @@ class Tgn {
   Device device_ = Device::kCpu;
   Backend* backend_ = nullptr;  // the last score()'s: commit() writes the state with it
   Matrix efeat_dev_;  // the stream's edge features in device memory (on the host: events_.efeat)
+  bool host_tables_ = false;  // TgnMemoryOn::kHost
+  // The tables this batch's gathers read: the node state itself, or its staged rows (kHost).
+  MatrixView memory_rows_, message_self_, message_other_, message_edge_;
+  MatrixView slot_efeat_;                 // kHost: the slots' edge features, staged (Q * k x de)
+  HostStaging staging_;                   // kHost: the rows gathered on the host ...
+  Matrix staged_;                         // ... and in the backend's memory (one flat buffer)
+  std::vector<NodeId> staged_nodes_;      // kHost: the nodes whose memory rows are staged
+  std::vector<std::int32_t> staged_row_;  // per node: its staged row, -1 otherwise (kept -1)
+  Matrix updated_host_;                   // kHost on a GPU: commit's copy of the updated memory
 
   BatchShape shape_;
   BatchIndex ix_;
