@@ -49,13 +49,14 @@ void Tgn::to_device(Device d, TgnMemoryOn memory) {
     efeat_dev_.resize(events_.events, edge_dim_);
     copy_floats(d, efeat_dev_.data(), Device::kCpu, events_.efeat, efeat_dev_.size());
   }
-  for (Matrix* m :
-       {&time_codes_,   &gru_input_,       &gru_prev_,      &updated_memory_,   &queries_,
-        &query_memory_, &neighbor_memory_, &slot_features_, &query_gaps_dev_,   &query_rows_,
-        &embeddings_,   &pairs_,           &hidden_,        &logits_,           &d_logits_,
-        &d_hidden_,     &d_pairs_,         &d_embeddings_,  &d_queries_,        &d_neighbor_memory_,
-        &d_slots_,      &d_query_memory_,  &d_time_codes_,  &d_updated_memory_, &d_gru_input_,
-        &d_gru_prev_,   &column_sums_,     &memory_grads_,  &staged_})
+  for (Matrix* m : {&time_codes_,     &gru_input_,      &gru_prev_,        &updated_memory_,
+                    &queries_,        &query_memory_,   &neighbor_memory_, &slot_features_,
+                    &query_gaps_dev_, &query_rows_,     &embeddings_,      &pairs_,
+                    &hidden_,         &logits_,         &d_logits_,        &d_hidden_,
+                    &d_pairs_,        &d_embeddings_,   &d_queries_,       &d_neighbor_memory_,
+                    &d_slots_,        &d_query_memory_, &d_time_codes_,    &d_updated_memory_,
+                    &d_gru_input_,    &d_gru_prev_,     &column_sums_,     &memory_grads_,
+                    &staged_})
     place(*m, d);
   // commit() writes the tables where they are: its buffers live with them.
   for (Matrix* m : {&store_rows_, &store_sum_}) place(*m, tables);
