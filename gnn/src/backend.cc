@@ -314,6 +314,11 @@ void Backend::fill(const MatrixView& X, float v) {
   timed(*this, "fill", [&] { do_fill(X, v); });
 }
 
+void Backend::scale(const MatrixView& X, float alpha) {
+  check_device(*this, "scale", "X", X);
+  timed(*this, "scale", [&] { do_scale(X, alpha); });
+}
+
 void Backend::pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) {
   check_count("pack_bf16", "n", n);
   timed(*this, "pack_bf16", [&] { do_pack_bf16(src, n, dst); });

@@ -60,6 +60,7 @@ class CpuBackend final : public Backend {
   void do_copy(const MatrixView& src, const MatrixView& dst) override;
   void do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) override;
   void do_fill(const MatrixView& X, float v) override;
+  void do_scale(const MatrixView& X, float alpha) override;
   void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) override;
   void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) override;
   // Temporal GNNs (temporal_ops_cpu.cc).

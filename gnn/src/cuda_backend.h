@@ -128,6 +128,7 @@ class CudaBackend final : public Backend {
                            const MatrixView& dst, std::int64_t dst_col) override;
   void do_scatter_add_rows_from(const MatrixView& src, std::int64_t src_col, std::int64_t width,
                                 const NodeId* idx, std::int64_t n, const MatrixView& dst) override;
+  void do_scale(const MatrixView& X, float alpha) override;
   void do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                        const MatrixView& dst) override;
   void do_sum_rows_into(const MatrixView& src, const std::int32_t* first, const std::int32_t* rows,

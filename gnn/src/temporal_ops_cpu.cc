@@ -182,6 +182,13 @@ void CpuBackend::do_scatter_add_rows_from(const MatrixView& src, std::int64_t sr
   });
 }
 
+void CpuBackend::do_scale(const MatrixView& X, float alpha) {
+  float* x = X.data;
+  const std::int64_t n = X.size();
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+
 void CpuBackend::do_scatter_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                                  const MatrixView& dst) {
   if (src.cols == 0) return;

@@ -169,6 +169,10 @@ __global__ void scatter_add_from_sorted_kernel(const float* src, std::int64_t sr
   }
 }
 
+__global__ void scale_kernel(float* x, std::int64_t n, float alpha) {
+  for (std::int64_t t = grid_start(); t < n; t += grid_stride()) x[t] *= alpha;
+}
+
 __global__ void scatter_rows_kernel(const float* src, const NodeId* idx, std::int64_t n,
                                     std::int64_t cols, float* dst) {
   for (std::int64_t t = grid_start(); t < n * cols; t += grid_stride()) {
@@ -312,6 +316,12 @@ void CudaBackend::do_scatter_add_rows_from(const MatrixView& src, std::int64_t s
   check_launch("cub::DeviceRadixSort::SortPairs (scatter_add_rows_from)");
   scatter_add_from_sorted_kernel<<<grid_for(n * width), kThreads, 0, stream_>>>(
       src.data, src.cols, src_col, sorted, order, skip, dst.data, n, width);
+  check_launch(__func__);
+}
+
+void CudaBackend::do_scale(const MatrixView& X, float alpha) {
+  if (X.size() == 0) return;
+  scale_kernel<<<grid_for(X.size()), kThreads, 0, stream_>>>(X.data, X.size(), alpha);
   check_launch(__func__);
 }
 

@@ -30,13 +30,16 @@ std::string machine_id() {
 }
 
 // Another communicator that claims to move the compute backend's memory as it is: on CPU ranks
-// over MPI (host memory) it sends the halo exchange through its direct path, the one NCCL
-// takes on GPUs, so that path's buffer handling meets real peers without GPUs
-// (HALO_TEST_DIRECT_EXCHANGE=1; a test hook, not a mode).
+// over MPI (host memory) it sends the halo exchange and TGN's in-place gradient all-reduce
+// through their direct paths, the ones NCCL takes on GPUs, so that their buffer handling meets
+// real peers without GPUs (HALO_TEST_DIRECT_EXCHANGE=1; a test hook, not a mode).
 class DirectOver final : public ForwardingCommunicator {
  public:
   using ForwardingCommunicator::ForwardingCommunicator;
   bool device_buffers() const override { return true; }
+  void allreduce_device(float* data, std::int64_t n) override {
+    allreduce(data, n, ReduceOp::kSum);
+  }
 };
 
 // Every rank's string (up to 127 bytes), in rank order, on every rank.

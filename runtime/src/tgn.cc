@@ -108,20 +108,42 @@ Device tgn_device(const TgnOptions& opt) {
   return Device::kCpu;
 }
 
-// Where the node state lives (--memory-on), decided before the model allocates anything: on
-// the host for --device cpu (host runs the staging path there); on a GPU, the memory model's
-// choice against the GPU's free memory. Every rank decides from the smallest free memory and the
-// most ranks sharing a GPU, so all take the same placement or refuse alike. Chooses this rank's
-// GPU (collective).
-TgnMemoryOn place_tgn(Device device, const TgnOptions& opt, const TgnStreamShape& shape,
-                      Communicator& comm, const std::string& dataset) {
-  if (device != Device::kCuda)
-    return opt.memory_on == TgnMemoryChoice::kHost ? TgnMemoryOn::kHost : TgnMemoryOn::kDevice;
+// Where a rank computes, where its node state lives and how its gradients travel.
+struct TgnPlacement {
+  TgnMemoryOn memory = TgnMemoryOn::kDevice;
+  // NCCL when every rank has its own GPU (the gradients are summed in device memory), or the
+  // test hook's direct path on CPU ranks; neither: staged through the host over the job's comm.
+  ExchangeComms comms;
+  Communicator* in_place() const { return comms.nccl ? comms.nccl.get() : comms.direct.get(); }
+};
+
+// Decided before the model allocates anything. The node state (--memory-on): on the host for
+// --device cpu (host runs the staging path there); on a GPU, the memory model's choice against
+// the GPU's free memory, every rank deciding from the smallest free memory and the most ranks
+// sharing a GPU, so all take the same placement or refuse alike. Ranks take their machine's GPUs
+// in turn (place_rank; several may share one, and then the gradients go through the host).
+// Collective.
+TgnPlacement place_tgn(Device device, const TgnOptions& opt, const TgnStreamShape& shape,
+                       Communicator& comm, const std::string& dataset, std::ostream& out) {
+  TgnPlacement p;
+  const bool gpu = device == Device::kCuda;
+  if (comm.size() > 1) p.comms = place_rank(comm, gpu, false, out);
+  if (gpu && comm.size() > 1 && !opt.quiet && comm.rank() == 0)
+    out << "tgn gradients: "
+        << (p.comms.nccl ? "NCCL all-reduce in GPU memory"
+                         : "MPI all-reduce staged through the host (ranks share a GPU, or a rank "
+                           "has no NCCL)")
+        << "\n";
+  if (!gpu) {
+    p.memory = opt.memory_on == TgnMemoryChoice::kHost ? TgnMemoryOn::kHost : TgnMemoryOn::kDevice;
+    return p;
+  }
   std::int64_t sharing = comm.size() > 1 ? use_rank_gpu(comm) : 1;
   std::int64_t free = std::int64_t(device_memory_info().free);
   comm.allreduce(&sharing, 1, ReduceOp::kMax);
   comm.allreduce(&free, 1, ReduceOp::kMin);
-  return choose_tgn_memory(shape, opt, comm.size(), std::size_t(free), int(sharing), dataset);
+  p.memory = choose_tgn_memory(shape, opt, comm.size(), std::size_t(free), int(sharing), dataset);
+  return p;
 }
 
 // The test figures of a summary from the test scores.
@@ -598,9 +620,10 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   RecentSampler train_sampler(train_graph, opt.neighbors), full_sampler(full_graph, opt.neighbors);
   // Ranks take their machine's GPUs in turn (several may share one: the gradients' all-reduce
   // is staged through the host either way), chosen before any device allocation.
-  const TgnMemoryOn memory_on = place_tgn(device, opt, shape, comm, dataset.string());
+  const TgnPlacement place = place_tgn(device, opt, shape, comm, dataset.string(), out);
   const std::unique_ptr<TgnReplicas> model = build_model(s, opt, comm, dataset.string());
-  model->to_device(device, memory_on);
+  model->to_device(device, place.memory);
+  model->reduce_in_place_with(place.in_place());
   Backend& be = device == Device::kCuda ? cuda_backend() : cpu_backend();
   TgnRunState st;
   const json key = tgn_checkpoint_key(opt, s);
@@ -617,7 +640,7 @@ TgnSummary train_tgn(const fs::path& dataset, Communicator& comm, const TgnOptio
   sum.events_per_s = st.speeds.empty() ? 0.0 : st.speeds[st.speeds.size() / 2];
   add_peak_memory(sum, comm, device == Device::kCuda);
   sum.ranks = comm.size();
-  sum.memory_on = to_string(memory_on);
+  sum.memory_on = to_string(place.memory);
   log.write_line(sum.to_json().dump());
   log.close();
   return sum;

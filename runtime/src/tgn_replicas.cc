@@ -60,7 +60,7 @@ double TgnReplicas::batch(Backend& be, RecentSampler& sampler, const std::vector
                              pos_scores, neg_scores);
   if (train) {
     if (step < 0) {
-      reduce(&loss);
+      reduce(be, &loss);
       return loss;
     }
     reduce_and_step(be, step, &loss);
@@ -71,8 +71,9 @@ double TgnReplicas::batch(Backend& be, RecentSampler& sampler, const std::vector
 
 // Sums (exact mode) or averages (independent memories) every gradient and the loss across
 // ranks in one all-reduce; nothing on one rank.
-void TgnReplicas::reduce(double* loss) {
+void TgnReplicas::reduce(Backend& be, double* loss) {
   if (!comm_ || comm_->size() == 1) return;
+  if (device_comm_) return reduce_in_place(be, loss);
   std::int64_t n = 0;
   for (Param* p : params()) n += p->grad.size();
   grads_.resize(std::size_t(n + 1));
@@ -95,9 +96,40 @@ void TgnReplicas::reduce(double* loss) {
   *loss = double(grads_[std::size_t(n)]) * double(scale);
 }
 
+// reduce() in the backend's memory: the gradients and the loss packed into one buffer there,
+// summed by device_comm_ (NCCL), the loss brought back, and for independent memories the
+// average taken by the backend: the same float products as the host path.
+void TgnReplicas::reduce_in_place(Backend& be, double* loss) {
+  const Device d = be.device();
+  std::int64_t n = 0;
+  for (Param* p : params()) n += p->grad.size();
+  if (packed_.device() != d) {
+    packed_ = Matrix();
+    packed_.set_device(d);
+  }
+  packed_.resize(1, n + 1);
+  n = 0;
+  for (Param* p : params()) {
+    copy_floats(d, packed_.data() + n, p->grad.device(), p->grad.data(), p->grad.size());
+    n += p->grad.size();
+  }
+  float sum = float(*loss);
+  copy_floats(d, packed_.data() + n, Device::kCpu, &sum, 1);
+  device_comm_->allreduce_device(packed_.data(), n + 1);
+  copy_floats(Device::kCpu, &sum, d, packed_.data() + n, 1);
+  const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
+  if (independent_) be.scale(packed_.view(), scale);
+  n = 0;
+  for (Param* p : params()) {
+    copy_floats(p->grad.device(), p->grad.data(), d, packed_.data() + n, p->grad.size());
+    n += p->grad.size();
+  }
+  *loss = double(sum) * double(scale);
+}
+
 // The all-reduce and the Adam step every rank takes together.
 void TgnReplicas::reduce_and_step(Backend& be, std::int64_t step, double* loss) {
-  reduce(loss);
+  reduce(be, loss);
   for (Param* p : params()) {
     AdamStep a;
     a.lr = lr_;

@@ -63,8 +63,13 @@ class TgnReplicas {
   // Every rank's memory, messages and pending list become rank root's.
   void sync_state(int root);
 
+  // The gradients' all-reduce in the backend's memory through c (NCCL, every rank on its own
+  // GPU; allreduce_device), instead of staged through the host over comm; null: staged.
+  void reduce_in_place_with(Communicator* c) { device_comm_ = c; }
+
  private:
-  void reduce(double* loss);
+  void reduce(Backend& be, double* loss);
+  void reduce_in_place(Backend& be, double* loss);
   void reduce_and_step(Backend& be, std::int64_t step, double* loss);
 
   Tgn model_;
@@ -72,6 +77,8 @@ class TgnReplicas {
   float lr_;
   bool independent_ = false;
   std::vector<float> grads_;  // all gradients and the loss in one buffer for the all-reduce
+  Communicator* device_comm_ = nullptr;  // reduce_in_place_with's
+  Matrix packed_;  // ... its buffer: every gradient and the loss, in the backend's memory
 };
 
 }  // namespace halo

@@ -235,6 +235,13 @@ TEST_F(CudaTemporalOpsTest, RowMovesAreBitwiseTheCpus) {
     cpu.scatter_rows(s3.view(), ri.data(), n, out.view());
     gpu.scatter_rows(gs3.view(), gri.data(), n, gout.view());
     expect_bitwise(gout.to_host(), out.storage(), "scatter_rows " + what);
+
+    // scale
+    Matrix x = host_matrix(n, d, 28);
+    Matrix gx = upload(x);
+    cpu.scale(x.view(), 1.f / 3.f);
+    gpu.scale(gx.view(), 1.f / 3.f);
+    expect_bitwise(gx.to_host(), x.storage(), "scale " + what);
   }
 }
 

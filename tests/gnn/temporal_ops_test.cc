@@ -258,6 +258,20 @@ TEST(TemporalOps, ScatterRowsWritesListedRowsOnly) {
   }
 }
 
+// scale: every element times alpha, the float product (the averaging of independent memories'
+// gradients on the GPU).
+TEST(TemporalOps, ScaleMultipliesEveryElement) {
+  Backend& be = cpu_backend();
+  for (const auto& [n, d] : kShapes) {
+    Matrix x = random_matrix(n, d, 42);
+    Matrix ref = x;
+    be.scale(x.view(), 1.f / 3.f);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t c = 0; c < d; ++c) ref.at(i, c) *= 1.f / 3.f;
+    expect_bitwise(x, ref, "scale " + shape_name(n, d));
+  }
+}
+
 // TGN's message aggregation: runs of rows summed left to right from the first, times 1 / divisor
 // (the model's "mean" and "last" rows), and its backward spreading a row / count over its run.
 TEST(TemporalOps, SumRowsIntoAndSpreadRowsFollowTheRunsInOrder) {

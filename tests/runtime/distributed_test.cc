@@ -272,6 +272,34 @@ TEST(Distributed, TgnSegmentsTrainAndEvaluateTogether) {
   EXPECT_EQ(s["ranks"], 2);
 }
 
+// TGN's in-place gradient all-reduce (what NCCL runs when every rank has its own GPU: gradients
+// and loss packed in the backend's memory, the average of independent memories taken there)
+// against the host-staged one, on 2 CPU ranks over MPI through the test hook's direct path:
+// the same sums and products, so the same losses and APs bit for bit, exact and segmented.
+TEST(Distributed, TgnGradientsReducedInPlaceEqualStagedOnes) {
+  TempDir t;
+  const std::string common = " tgn train " + data("uci3k").string() +
+                             " --epochs 2 --memory-dim 32 --embed-dim 32 --time-dim 32 "
+                             "--lr 1e-3 --threads 1 -q --log ";
+  for (const std::string parallel : {"exact", "segments"}) {
+    std::vector<json> logs[2];
+    for (int direct = 0; direct < 2; ++direct) {
+      const fs::path log = t / (parallel + std::to_string(direct) + ".jsonl");
+      const Result r = shell((direct ? "HALO_TEST_DIRECT_EXCHANGE=1 " : "") + mpirun(2) + halo() +
+                                 common + log.string() + " --parallel " + parallel,
+                             t / "out");
+      ASSERT_EQ(r.code, 0) << parallel << " direct " << direct << "\n" << r.out;
+      logs[direct] = read_log(log);
+    }
+    const auto staged = epochs(logs[0]), in_place = epochs(logs[1]);
+    ASSERT_EQ(staged.size(), 2u) << parallel;
+    ASSERT_EQ(in_place.size(), 2u) << parallel;
+    for (const auto& [e, ra] : staged)
+      for (const char* field : {"loss", "valid_ap", "test_ap"})
+        EXPECT_EQ(ra[field], in_place.at(e)[field]) << parallel << " epoch " << e << " " << field;
+  }
+}
+
 TEST(Distributed, BytesSentEqualThePlan) {
   TempDir t;
   // Cora: 1433 features, 7 classes. Hidden 2000 makes layer 0 aggregate first (exchange width

@@ -163,6 +163,8 @@ class Backend {
   void smooth(const MatrixView& x, float gamma, const MatrixView& avg);
   // Every element of X = v.
   void fill(const MatrixView& X, float v);
+  // X *= alpha, element by element (the float product, the same bits on every backend).
+  void scale(const MatrixView& X, float alpha);
   // dst[i] = to_bf16(src[i]) for i < n (bf16.h: nearest even, NaN kept), both in this backend's
   // memory: halo rows are narrowed where they live, so a GPU stages half the bytes.
   void pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst);
@@ -355,6 +357,7 @@ class Backend {
   virtual void do_copy(const MatrixView& src, const MatrixView& dst) = 0;
   virtual void do_smooth(const MatrixView& x, float gamma, const MatrixView& avg) = 0;
   virtual void do_fill(const MatrixView& X, float v) = 0;
+  virtual void do_scale(const MatrixView& X, float alpha) = 0;
   virtual void do_pack_bf16(const float* src, std::int64_t n, std::uint16_t* dst) = 0;
   virtual void do_unpack_bf16(const std::uint16_t* src, std::int64_t n, float* dst) = 0;
   // Temporal GNNs.
