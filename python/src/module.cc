@@ -23,7 +23,7 @@
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/graph/text.h"
-#include "halo/runtime/memory_model.h"
+#include "halo/runtime/memory/memory_model.h"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;

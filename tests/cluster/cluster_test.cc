@@ -25,7 +25,7 @@
 #include "../train_log.h"
 #include "halo/graph/dataset.h"
 #include "halo/graph/staging.h"
-#include "halo/runtime/checkpoint.h"
+#include "halo/runtime/train/checkpoint.h"
 
 namespace halo {
 namespace {

@@ -9,7 +9,7 @@
 #include "halo/graph/csr.h"
 #include "halo/graph/dataset.h"
 #include "halo/partition/partition.h"
-#include "halo/runtime/comm.h"
+#include "halo/runtime/comm/comm.h"
 
 namespace {
 

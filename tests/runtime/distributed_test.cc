@@ -22,7 +22,7 @@
 #include "halo/gnn/device.h"
 #include "halo/graph/dataset.h"
 #include "halo/partition/parts.h"
-#include "halo/runtime/halo_exchange.h"
+#include "halo/runtime/comm/halo_exchange.h"
 
 namespace halo {
 namespace {

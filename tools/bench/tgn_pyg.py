@@ -4,7 +4,7 @@
 Trains TGNMemory (IdentityMessage, LastAggregator), LastNeighborLoader (10 most recent
 neighbours), a TransformerConv graph attention embedding and a link predictor on the events,
 chronological split, held-out new nodes and evaluation negatives that `halo tgn split` writes,
-and scores them as `halo tgn train` does (runtime/src/tgn_scores.cc): AP and AUC are means over
+and scores them as `halo tgn train` does (runtime/src/temporal/tgn_scores.cc): AP and AUC are means over
 consecutive groups of --batch-size evaluation events (one positive and its fixed negative each),
 new-node AP over consecutive groups of the inductive events. Widths, neighbours, heads, batch and
 Adam's learning rate are halo's defaults. --edgebank scores EdgeBank-infinity instead, exactly as
@@ -126,7 +126,7 @@ class Scores:
                 f"{prefix}_inductive_ap_pooled": self._pooled(True)}
 
 
-# --- EdgeBank-infinity, as halo's edgebank() in runtime/src/tgn_scores.cc -----------------------
+# --- EdgeBank-infinity, as halo's edgebank() in runtime/src/temporal/tgn_scores.cc -----------------------
 
 
 def edgebank(d, batch):

@@ -15,7 +15,7 @@
 #include "halo/graph/progress.h"
 #include "halo/graph/text.h"
 #include "halo/partition/parts.h"
-#include "halo/runtime/memory_model.h"
+#include "halo/runtime/memory/memory_model.h"
 
 namespace halo::cli {
 

@@ -10,8 +10,8 @@
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 #include "halo/partition/parts.h"
-#include "halo/runtime/comm.h"
-#include "halo/runtime/predict.h"
+#include "halo/runtime/comm/comm.h"
+#include "halo/runtime/train/predict.h"
 
 namespace halo::cli {
 

@@ -6,9 +6,9 @@
 
 #include "commands.h"
 #include "halo/graph/progress.h"
-#include "halo/runtime/comm.h"
-#include "halo/runtime/memory_model.h"
-#include "halo/runtime/tgn.h"
+#include "halo/runtime/comm/comm.h"
+#include "halo/runtime/memory/memory_model.h"
+#include "halo/runtime/temporal/tgn.h"
 
 namespace halo::cli {
 namespace {

@@ -15,11 +15,11 @@
 #include "halo/graph/progress.h"
 #include "halo/graph/staging.h"
 #include "halo/partition/parts.h"
-#include "halo/runtime/calibrate.h"
-#include "halo/runtime/comm.h"
-#include "halo/runtime/memory_model.h"
-#include "halo/runtime/presets.h"
-#include "halo/runtime/trainer.h"
+#include "halo/runtime/cluster/calibrate.h"
+#include "halo/runtime/comm/comm.h"
+#include "halo/runtime/memory/memory_model.h"
+#include "halo/runtime/train/presets.h"
+#include "halo/runtime/train/trainer.h"
 
 namespace halo::cli {
 namespace {

@@ -14,8 +14,8 @@
 #include "commands.h"
 #include "halo/graph/error.h"
 #include "halo/graph/text.h"
-#include "halo/runtime/comm.h"
-#include "halo/runtime/supervisor.h"
+#include "halo/runtime/cluster/supervisor.h"
+#include "halo/runtime/comm/comm.h"
 
 namespace {
 // One line on stderr; in a multi-rank job it names the rank and ends every rank of the job. An

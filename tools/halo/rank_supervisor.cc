@@ -1,11 +1,11 @@
 // halo-rank-supervisor: what a halo rank's launched process becomes after forking its worker
-// (see halo/runtime/supervisor.h). Started only by halo itself:
+// (see halo/runtime/cluster/supervisor.h). Started only by halo itself:
 //   halo-rank-supervisor WORKER_PID CTL_FD LISTEN_FD TOKEN HEARTBEAT_TIMEOUT_S PROGRESS_FD
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "supervisor_loop.h"
+#include "cluster/supervisor_loop.h"
 
 int main(int argc, char** argv) {
   if (argc != 7) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/gnn/model_test.cc: 2-layer GATs computed independently with NumPy
+"""Golden values for tests/gnn/layers/model_test.cc: 2-layer GATs computed independently with NumPy
 (float64), written to gat_golden.json. The gradients are central differences of this forward
 (step 1e-6, float64), so they do not rest on a derived backward.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/gnn/model_test.cc: a 2-layer GCN computed independently with NumPy
+"""Golden values for tests/gnn/layers/model_test.cc: a 2-layer GCN computed independently with NumPy
 (float64), forward and backward, written to gcn_golden.json.
 
   A_hat = D^-1/2 (A + I) D^-1/2          (A symmetrised, degrees with the self-loop)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for tests/gnn/temporal_layers_test.cc, computed with PyTorch in float64:
+"""Golden values for tests/gnn/temporal/temporal_layers_test.cc, computed with PyTorch in float64:
 torch.nn.GRUCell forward and backward (loss = sum(h' * G)), and TGN's time encoding
 cos(w * dt + b) with its gradients. Weights are stored in halo's layout: W = weight_ih^T
 (in x 3H), U = weight_hh^T (H x 3H), gate order r, z, n as PyTorch.
