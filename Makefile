@@ -53,6 +53,7 @@ format:
 format-check:
 	@bash tools/install-deps.sh --lint
 	bash tools/format.sh --check
+	bash tools/size-check.sh
 
 # clang-tidy-14 (.clang-tidy) over the C++ sources of the configured build.
 lint: configure
