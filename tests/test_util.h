@@ -1,5 +1,6 @@
 // Helpers shared by the tests: scratch directories, small files (plain or gzip), paths to the
-// bundled and shared datasets, and an expectation that an InputError names what it should.
+// bundled and shared datasets, an expectation that an InputError names what it should, and
+// one that an option enum is spelled as it should.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "halo/graph/error.h"
 
@@ -138,6 +140,30 @@ void expect_input_error(Fn&& fn, std::initializer_list<std::string> parts) {
     for (const auto& p : parts)
       EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "message is not one line: " << msg;
+  }
+}
+
+// The message of the ParamError that fn throws (a failure, and "", when it throws none).
+template <class Fn>
+std::string param_error(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ParamError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ParamError";
+  return "";
+}
+
+// For each {value, spelling}: parse(spelling) is value and name(value) is spelling. The pairs are
+// written out in the test, not read from the code's table, so a swapped entry there fails here.
+template <class E, class Parse, class Name>
+void expect_spellings(std::initializer_list<std::pair<E, const char*>> pairs, Parse&& parse,
+                      Name&& name) {
+  for (const auto& [value, spelling] : pairs) {
+    EXPECT_EQ(parse(spelling), value) << "parsing '" << spelling << "'";
+    EXPECT_EQ(std::string(name(value)), std::string(spelling))
+        << "naming the value of " << spelling;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halo/graph/algorithms.h"
+#include "halo/graph/enum_names.h"
 #include "halo/graph/formats.h"
 #include "halo/graph/npz.h"
 #include "halo/graph/progress.h"
@@ -17,42 +18,20 @@ namespace halo {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-Format parse_format(const std::string& name) {
-  static const std::pair<const char*, Format> kNames[] = {
-      {"auto", Format::kAuto},         {"ogb", Format::kOgb},       {"metis", Format::kMetis},
-      {"edgelist", Format::kEdgeList}, {"konect", Format::kKonect}, {"snap", Format::kSnap},
-      {"jodie", Format::kJodie}};
-  for (const auto& [n, f] : kNames)
-    if (name == n) return f;
-  throw ParamError("unknown format '" + name +
-                   "' (expected auto, ogb, metis, edgelist, konect, snap or jodie)");
-}
+namespace {
+constexpr EnumName<Format> kFormats[] = {
+    {Format::kAuto, "auto"},         {Format::kOgb, "ogb"},       {Format::kMetis, "metis"},
+    {Format::kEdgeList, "edgelist"}, {Format::kKonect, "konect"}, {Format::kSnap, "snap"},
+    {Format::kJodie, "jodie"}};
+constexpr EnumName<NodeOrder> kNodeOrders[] = {{NodeOrder::kNone, "none"},
+                                               {NodeOrder::kRcm, "rcm"}};
+}  // namespace
 
-const char* format_name(Format f) {
-  switch (f) {
-    case Format::kAuto:
-      return "auto";
-    case Format::kOgb:
-      return "ogb";
-    case Format::kMetis:
-      return "metis";
-    case Format::kEdgeList:
-      return "edgelist";
-    case Format::kKonect:
-      return "konect";
-    case Format::kSnap:
-      return "snap";
-    case Format::kJodie:
-      return "jodie";
-  }
-  return "auto";
-}
+Format parse_format(const std::string& name) { return parse_enum(kFormats, "format", name); }
 
-NodeOrder parse_node_order(std::string_view s) {
-  if (s == "none") return NodeOrder::kNone;
-  if (s == "rcm") return NodeOrder::kRcm;
-  throw ParamError("unknown --reorder '" + std::string(s) + "' (expected none or rcm)");
-}
+const char* format_name(Format f) { return enum_name(kFormats, f); }
+
+NodeOrder parse_node_order(std::string_view s) { return parse_enum(kNodeOrders, "--reorder", s); }
 
 bool is_temporal(Format f) {
   return f == Format::kKonect || f == Format::kSnap || f == Format::kJodie;

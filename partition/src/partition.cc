@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 
 namespace halo {
@@ -18,68 +19,38 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: a pure function of (seed, n
 }
 }  // namespace
 
+namespace {
+// kAssignment is not here: --assignment FILE chooses it, --method never names it.
+constexpr EnumName<PartitionMethod> kPartitionMethods[] = {
+    {PartitionMethod::kMetis, "metis"},       {PartitionMethod::kFennel, "fennel"},
+    {PartitionMethod::kRandom, "random"},     {PartitionMethod::kContiguous, "contiguous"},
+    {PartitionMethod::kKaminpar, "kaminpar"}, {PartitionMethod::kLpMetis, "lp-metis"},
+    {PartitionMethod::kPtScotch, "ptscotch"}};
+constexpr EnumName<MetisObjective> kMetisObjectives[] = {{MetisObjective::kCut, "cut"},
+                                                         {MetisObjective::kVol, "vol"}};
+constexpr EnumName<MetisPtype> kMetisPtypes[] = {{MetisPtype::kAuto, "auto"},
+                                                 {MetisPtype::kKway, "kway"},
+                                                 {MetisPtype::kRb, "rb"},
+                                                 {MetisPtype::kBest, "best"}};
+}  // namespace
+
 PartitionMethod parse_partition_method(std::string_view s) {
-  if (s == "metis") return PartitionMethod::kMetis;
-  if (s == "fennel") return PartitionMethod::kFennel;
-  if (s == "random") return PartitionMethod::kRandom;
-  if (s == "contiguous") return PartitionMethod::kContiguous;
-  if (s == "kaminpar") return PartitionMethod::kKaminpar;
-  if (s == "lp-metis") return PartitionMethod::kLpMetis;
-  if (s == "ptscotch") return PartitionMethod::kPtScotch;
-  throw ParamError(
-      "unknown --method '" + std::string(s) +
-      "' (expected metis, fennel, random, contiguous, kaminpar, lp-metis or ptscotch)");
+  return parse_enum(kPartitionMethods, "--method", s);
 }
 
 MetisObjective parse_metis_objective(std::string_view s) {
-  if (s == "cut") return MetisObjective::kCut;
-  if (s == "vol") return MetisObjective::kVol;
-  throw ParamError("unknown --objective '" + std::string(s) + "' (expected cut or vol)");
+  return parse_enum(kMetisObjectives, "--objective", s);
 }
 
-MetisPtype parse_metis_ptype(std::string_view s) {
-  if (s == "auto") return MetisPtype::kAuto;
-  if (s == "kway") return MetisPtype::kKway;
-  if (s == "rb") return MetisPtype::kRb;
-  if (s == "best") return MetisPtype::kBest;
-  throw ParamError("unknown --ptype '" + std::string(s) + "' (expected auto, kway, rb or best)");
-}
+MetisPtype parse_metis_ptype(std::string_view s) { return parse_enum(kMetisPtypes, "--ptype", s); }
 
 const char* to_string(PartitionMethod m) {
-  switch (m) {
-    case PartitionMethod::kFennel:
-      return "fennel";
-    case PartitionMethod::kRandom:
-      return "random";
-    case PartitionMethod::kContiguous:
-      return "contiguous";
-    case PartitionMethod::kAssignment:
-      return "assignment";
-    case PartitionMethod::kKaminpar:
-      return "kaminpar";
-    case PartitionMethod::kLpMetis:
-      return "lp-metis";
-    case PartitionMethod::kPtScotch:
-      return "ptscotch";
-    default:
-      return "metis";
-  }
+  return m == PartitionMethod::kAssignment ? "assignment" : enum_name(kPartitionMethods, m);
 }
 
-const char* to_string(MetisObjective o) { return o == MetisObjective::kVol ? "vol" : "cut"; }
+const char* to_string(MetisObjective o) { return enum_name(kMetisObjectives, o); }
 
-const char* to_string(MetisPtype p) {
-  switch (p) {
-    case MetisPtype::kKway:
-      return "kway";
-    case MetisPtype::kRb:
-      return "rb";
-    case MetisPtype::kBest:
-      return "best";
-    default:
-      return "auto";
-  }
-}
+const char* to_string(MetisPtype p) { return enum_name(kMetisPtypes, p); }
 
 void PartitionOptions::check(std::int64_t n) const {
   if (k < 1) throw ParamError("-k must be at least 1, got " + std::to_string(k));

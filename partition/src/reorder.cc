@@ -5,18 +5,22 @@
 #include <numeric>
 
 #include "halo/graph/algorithms.h"
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 #include "halo/partition/partition.h"
 
 namespace halo {
 
+namespace {
+constexpr EnumName<LocalityMethod> kLocalityMethods[] = {{LocalityMethod::kMetis, "metis"},
+                                                         {LocalityMethod::kRcm, "rcm"}};
+}  // namespace
+
 LocalityMethod parse_locality_method(std::string_view s) {
-  if (s == "metis") return LocalityMethod::kMetis;
-  if (s == "rcm") return LocalityMethod::kRcm;
-  throw ParamError("unknown --method '" + std::string(s) + "' (expected metis or rcm)");
+  return parse_enum(kLocalityMethods, "--method", s);
 }
 
-const char* to_string(LocalityMethod m) { return m == LocalityMethod::kRcm ? "rcm" : "metis"; }
+const char* to_string(LocalityMethod m) { return enum_name(kLocalityMethods, m); }
 
 std::vector<NodeId> locality_order(const GraphDataset& d, LocalityMethod method, std::int64_t block,
                                    std::uint64_t seed) {

@@ -5,7 +5,7 @@ import json
 import os
 import tempfile
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -36,6 +36,11 @@ def _flags(flags: Dict[str, Any]) -> List[str]:
 def run(*args: Union[PathLike, int, float]) -> int:
     """Runs ``halo ARGS...`` in this process and returns its exit status (0); errors raise
     :class:`halo.Error` with the line the CLI prints. Output goes to this process's stdout."""
+    return _run(args, True)
+
+
+def _run(args: Sequence[Union[PathLike, int, float]], echo: bool) -> int:
+    """run's body; without echo, the command's report (stdout, the footer on stderr) is dropped."""
     argv: List[str] = []
     for a in args:
         if isinstance(a, (int, float)) and not isinstance(a, bool):
@@ -45,7 +50,7 @@ def run(*args: Union[PathLike, int, float]) -> int:
         argv.append(os.fsdecode(os.fspath(a)))
         if "\0" in argv[-1]:  # a C string would end there: the command would get another one
             raise _halo.ParamError("argument %r: contains a NUL character" % argv[-1])
-    return _halo.run(argv)
+    return _halo.run(argv, echo)
 
 
 def convert(input: PathLike, out: PathLike, **flags: Any) -> Union["Dataset", str]:
@@ -81,17 +86,19 @@ def _summary(log: PathLike) -> Dict[str, Any]:
     return next(r for r in reversed(records) if r.get("type") == "summary")
 
 
-def train(dataset: PathLike, *, predictions: bool = False,
+def train(dataset: PathLike, *, predictions: bool = False, verbose: bool = False,
           **flags: Any) -> Union[Dict[str, Any], Tuple[Dict[str, Any], np.ndarray]]:
     """``halo train DATASET|PARTS [flags]`` on one process; returns the log's summary record
     (the dict ``--log`` ends with) and, with ``predictions=True``, also the best model's
-    predictions in input order (``--predictions-out``) as a NumPy array."""
+    predictions in input order (``--predictions-out``) as a NumPy array. Prints nothing unless
+    ``verbose=True`` (then the CLI's lines: one per epoch, the summary, the time and memory on
+    stderr); warnings still show."""
     with tempfile.TemporaryDirectory(prefix="halo-train-") as tmp:
         log = flags.pop("log", None) or os.path.join(tmp, "log.jsonl")
         extra = ["--log", log]
         if predictions:
             extra += ["--predictions-out", os.path.join(tmp, "pred.npy")]
-        run("train", dataset, *extra, *_flags(flags))
+        _run(["train", dataset, *extra, *_flags(flags)], verbose)
         summary = _summary(log)
         if not predictions:
             return summary
@@ -114,11 +121,12 @@ def predict(dataset: PathLike, checkpoint: PathLike, *, embeddings: bool = False
         return pred, np.load(os.path.join(tmp, "emb.npy"))
 
 
-def _tgn_train(dataset: PathLike, **flags: Any) -> Dict[str, Any]:
-    """``halo tgn train DATASET [flags]``; returns the log's summary record."""
+def _tgn_train(dataset: PathLike, *, verbose: bool = False, **flags: Any) -> Dict[str, Any]:
+    """``halo tgn train DATASET [flags]``; returns the log's summary record. Prints nothing
+    unless ``verbose=True``, as :func:`train`."""
     with tempfile.TemporaryDirectory(prefix="halo-tgn-") as tmp:
         log = flags.pop("log", None) or os.path.join(tmp, "log.jsonl")
-        run("tgn", "train", dataset, "--log", log, *_flags(flags))
+        _run(["tgn", "train", dataset, "--log", log, *_flags(flags)], verbose)
         return _summary(log)
 
 

@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # only for the annotations: none of these is imported at run 
 
 PathLike = Union[str, "os.PathLike[str]"]
 ArrayLike = Any  # a NumPy array, a torch tensor or a (nested) list of numbers
+# {name: {"train": ids or mask, "valid": ..., "test": ...}}, or one split flat: {"train": ...}
+Splits = Union[Mapping[str, Mapping[str, ArrayLike]], Mapping[str, ArrayLike]]
 
 
 class Dataset:
@@ -270,14 +272,30 @@ def _graph(edge_index: Any, csr: Any) -> Tuple[Any, Any, Any, Optional[int]]:
     return ei[0], ei[1], None, None
 
 
+_ONE_SPLIT = "random"  # the name of a split given flat, as from_pyg and from_dgl name theirs
+
+
 def _split_ids(splits: Any, n: int) -> Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """splits as name -> (train, valid, test) int64 ids; names checked first (ParamError), as
-    the extension checks them: a split's name is part of its files' names."""
+    the extension checks them: a split's name is part of its files' names. One split given
+    flat ({"train": ids, "valid": ..., "test": ...}) is split "random"."""
     if splits is None:
         return {}
     if not isinstance(splits, Mapping):
         raise _halo.ParamError("splits: expected {name: {'train': ..., 'valid': ..., "
                                "'test': ...}}, got %s" % type(splits).__name__)
+    # Flat: only part names as keys and an array (not a mapping) under one of them. A split
+    # named "train" holds a mapping, so the two shapes cannot be confused.
+    if splits and all(k in _PARTS for k in splits) and \
+            not all(isinstance(v, Mapping) for v in splits.values()):
+        missing = [p for p in _PARTS if p not in splits]
+        if missing:
+            raise _halo.InputError(
+                "splits: missing %s (one split is {'train': ..., 'valid': ..., 'test': ...}, "
+                "several are {name: {'train': ..., 'valid': ..., 'test': ...}})" %
+                ", ".join(missing))
+        train, valid, test = (_ids(splits[p], "splits[%r]" % p, n, mask=True) for p in _PARTS)
+        return {_ONE_SPLIT: (train, valid, test)}
     for split in splits:
         if not isinstance(split, str):
             raise _halo.ParamError("splits: a split name is a string, got %r" % (split,))
@@ -306,7 +324,7 @@ def _split_ids(splits: Any, n: int) -> Dict[str, Tuple[np.ndarray, np.ndarray, n
 
 def write_dataset(path: PathLike, *, edge_index: Any = None, csr: Any = None,
                   x: ArrayLike = None, y: ArrayLike = None,
-                  splits: Optional[Mapping[str, Mapping[str, ArrayLike]]] = None,
+                  splits: Optional[Splits] = None,
                   edge_weight: ArrayLike = None, num_nodes: Optional[int] = None,
                   directed: bool = False, name: Optional[str] = None,
                   overwrite: bool = False) -> Dataset:
@@ -320,8 +338,10 @@ def write_dataset(path: PathLike, *, edge_index: Any = None, csr: Any = None,
     per node ([nodes] or [nodes x 1]; NaN or -1 = missing) or 0/1 rows ([nodes x T],
     multi-label). ``splits``: ``{"name": {"train": ids or mask, "valid": ..., "test": ...}}``
     (a mask has one entry per node; a name is 1 to 239 bytes, no '/', control characters, '.'
-    or '..'). ``num_nodes`` defaults to the rows of the matrix, x or y, else the largest id + 1.
-    Bad arguments raise :class:`halo.ParamError`, bad arrays :class:`halo.InputError`.
+    or '..'), or one split given flat, ``{"train": ..., "valid": ..., "test": ...}``, which is
+    named "random" (as :func:`from_pyg` names its masks' split). ``num_nodes`` defaults to the
+    rows of the matrix, x or y, else the largest id + 1. Bad arguments raise
+    :class:`halo.ParamError`, bad arrays :class:`halo.InputError`.
     """
     path = _path(path)
     src, dst, weight, n = _graph(edge_index, csr)
@@ -371,7 +391,7 @@ def _mask_split(masks: Mapping[str, Any], split: str, source: str) -> Optional[D
 
 
 def from_pyg(data: "torch_geometric.data.Data", path: PathLike, *, split: str = "random",
-             splits: Optional[Mapping[str, Mapping[str, ArrayLike]]] = None,
+             splits: Optional[Splits] = None,
              **kwargs: Any) -> Dataset:
     """Writes a PyG ``Data`` (edge_index, x, y, and its train/val/test masks as split ``split``,
     or ``splits`` as :func:`write_dataset` takes them). Some of the masks without the others
@@ -386,7 +406,7 @@ def from_pyg(data: "torch_geometric.data.Data", path: PathLike, *, split: str = 
 
 def from_dgl(graph: "dgl.DGLGraph", path: PathLike, *, split: str = "random",
              feat: str = "feat", label: str = "label",
-             splits: Optional[Mapping[str, Mapping[str, ArrayLike]]] = None,
+             splits: Optional[Splits] = None,
              **kwargs: Any) -> Dataset:
     """Writes a DGL graph (edges, ndata[feat], ndata[label], train/val/test_mask as split
     ``split``, or ``splits``); some of the masks without the others make no split, with a

@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <new>
+#include <streambuf>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -293,8 +295,32 @@ result = mismatch()
   return scope["result"].cast<std::string>();
 }
 
-// Runs `halo ARGS...` in this process; its exit status (errors raise).
-int run(const std::vector<std::string>& args) {
+// A stream buffer that takes everything and keeps nothing.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return traits_type::not_eof(c); }
+};
+
+// Sends `stream` to `to` for its lifetime, then back (an error leaving the command included).
+class Redirect {
+ public:
+  Redirect(std::ostream& stream, std::streambuf* to) : stream_(stream), saved_(stream.rdbuf(to)) {}
+  ~Redirect() { stream_.rdbuf(saved_); }
+  Redirect(const Redirect&) = delete;
+  Redirect& operator=(const Redirect&) = delete;
+
+ private:
+  std::ostream& stream_;
+  std::streambuf* saved_;
+};
+
+// Runs `halo ARGS...` in this process; its exit status (errors raise). Without echo, the
+// command's report is dropped: what it writes to std::cout (halo train's epoch and summary
+// lines) and its footer on std::clog ("train in 1.23 s, peak memory ..."), for a library call
+// returns its results instead of printing them. Warnings and progress, written to stderr itself,
+// still show. The streams are the process's: two commands run at once from two threads share
+// the choice of the later one.
+int run(const std::vector<std::string>& args, bool echo) {
   std::vector<std::string> argv{"halo"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> ptrs;
@@ -302,6 +328,9 @@ int run(const std::vector<std::string>& args) {
   for (auto& a : argv) ptrs.push_back(a.data());
   ptrs.push_back(nullptr);
   py::gil_scoped_release nogil;
+  NullBuffer drop;
+  const Redirect out(std::cout, echo ? std::cout.rdbuf() : &drop);
+  const Redirect footer(std::clog, echo ? std::clog.rdbuf() : &drop);
   return cli::run_command(int(argv.size()), ptrs.data());
 }
 
@@ -352,7 +381,8 @@ PYBIND11_MODULE(_halo, m) {
         py::arg("overwrite"), "Writes a native dataset from normalised arrays (halo._dataset).");
   m.def("check_split_name", &halo::check_split_name, py::arg("name"),
         "Raises ParamError where name cannot name a split (halo.write_dataset's rule).");
-  m.def("run", &halo::run, py::arg("args"),
-        "Runs `halo ARGS...` in this process; returns its exit status, raises halo.Error.");
+  m.def("run", &halo::run, py::arg("args"), py::arg("echo") = true,
+        "Runs `halo ARGS...` in this process; returns its exit status, raises halo.Error. "
+        "echo=False drops its report (stdout and the footer on stderr).");
   m.attr("__version__") = HALO_VERSION;
 }

@@ -48,6 +48,13 @@ def test_ids_out_of_range(tmp_path):
             splits={"s": {"train": [0], "valid": [1], "test": [2, 7]}})
     refused(tmp_path, halo.InputError, ["splits['s']: missing test"],
             splits={"s": {"train": [0], "valid": [1]}})
+    refused(tmp_path, halo.InputError, ["splits['test'][0]: node id 9 outside [0, 4)"],
+            splits={"train": [0], "valid": [1], "test": [9]})
+    # One split given flat but short of a part: the message shows both shapes.
+    refused(tmp_path, halo.InputError,
+            ["splits: missing valid, test (one split is {'train': ..., 'valid': ..., 'test': "
+             "...}, several are {name: {'train': ..., 'valid': ..., 'test': ...}})"],
+            splits={"train": [0, 1]})
 
 
 def test_non_finite_features_and_bad_labels(tmp_path):

@@ -36,6 +36,23 @@ def test_train_gives_the_clis_summary_and_predictions(cora, tmp_path):
     assert pred.shape == (2708,) and pred.dtype == np.int64
 
 
+def test_train_prints_nothing_unless_verbose(cora, capfd):
+    # The CLI's lines come from C++ (std::cout on fd 1): capfd sees them, capsys would not.
+    quiet = halo.train(cora, **dict(FLAGS, epochs=3))
+    out = capfd.readouterr().out
+    assert out == "", out
+    loud = halo.train(cora, verbose=True, **dict(FLAGS, epochs=3))
+    out = capfd.readouterr().out
+    assert out.count("epoch ") >= 3 and "valid" in out and "test" in out, out
+    assert quiet["test_mean"] == loud["test_mean"]
+    halo.run("train", cora, "--epochs", 1, "--threads", 1)  # halo.run prints as the CLI does
+    assert "epoch" in capfd.readouterr().out
+    with pytest.raises(halo.ParamError):  # a refused command leaves stdout as it found it
+        halo.train(cora, hidden=0)
+    halo.run("train", cora, "--epochs", 1, "--threads", 1)
+    assert "epoch" in capfd.readouterr().out
+
+
 def test_partition_and_predict_on_parts_agree_with_the_cli(cora, tmp_path):
     report = halo.partition(cora, 2, tmp_path / "py-2")
     cli("partition", cora, "-k", "2", "-o", tmp_path / "cli-2")
@@ -68,9 +85,13 @@ def test_errors_carry_the_clis_line(cora, tmp_path):
     assert isinstance(e.value, halo.Error)
 
 
-def test_tgn_train_returns_the_summary(tmp_path):
+def test_tgn_train_returns_the_summary(tmp_path, capfd):
     from conftest import SOURCE
     halo.convert(os.path.join(SOURCE, "datasets", "uci-messages", "graph.txt"), tmp_path / "uci",
                  format="konect")
+    capfd.readouterr()
     s = halo.tgn.train(tmp_path / "uci", model="edgebank")
     assert s["type"] == "summary" and 0.5 < s["test_ap"] <= 1.0
+    assert capfd.readouterr().out == ""
+    halo.tgn.train(tmp_path / "uci", model="edgebank", verbose=True)
+    assert "epoch" in capfd.readouterr().out

@@ -56,6 +56,22 @@ def test_numpy_round_trip(tmp_path):
     assert (d.to_scipy() != want).nnz == 0
 
 
+def test_one_split_given_flat_is_split_random(tmp_path):
+    n = 30
+    mask = np.zeros(n, dtype=bool)
+    mask[:10] = True
+    flat = {"test": np.arange(20, 30), "train": mask, "valid": list(range(10, 20))}
+    d = halo.write_dataset(tmp_path / "g", edge_index=random_graph(n), splits=flat)
+    assert list(d.splits) == ["random"]
+    np.testing.assert_array_equal(d.splits["random"]["train"], np.arange(10))
+    np.testing.assert_array_equal(d.splits["random"]["valid"], np.arange(10, 20))
+    np.testing.assert_array_equal(d.splits["random"]["test"], np.arange(20, 30))
+    # A split named "train" (a mapping under the key) is still a named split.
+    named = {"train": {"train": mask, "valid": np.arange(10, 20), "test": np.arange(20, 30)}}
+    d = halo.write_dataset(tmp_path / "h", edge_index=random_graph(n), splits=named)
+    assert list(d.splits) == ["train"]
+
+
 def test_scipy_and_csr_inputs_give_the_same_dataset(tmp_path):
     n = 40
     ei = random_graph(n, 150)

@@ -18,6 +18,9 @@ offsets, indices = d.csr
 report = halo.partition("g", 2, "g-2", method="metis")
 cut: int = report["edge_cut"]
 summary, pred = halo.train("g", predictions=True, epochs=1)
+quiet = halo.train("g", verbose=False, epochs=1)
+flat = halo.write_dataset("h", edge_index=np.zeros((2, 1), np.int64), num_nodes=2,
+                          splits={"train": [0], "valid": [1], "test": np.array([1])})
 try:
     halo.Dataset.open("missing")
 except halo.InputError as e:

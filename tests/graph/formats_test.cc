@@ -201,5 +201,24 @@ TEST(DetectFormat, ByLayoutExtensionAndFirstLine) {
   EXPECT_THROW(parse_format("xml"), ParamError);
 }
 
+// The spellings --format and --reorder accept, and the exact line for one they do not.
+TEST(OptionSpellings, FormatAndReorder) {
+  test::expect_spellings<Format>(
+      {{Format::kAuto, "auto"},
+       {Format::kOgb, "ogb"},
+       {Format::kMetis, "metis"},
+       {Format::kEdgeList, "edgelist"},
+       {Format::kKonect, "konect"},
+       {Format::kSnap, "snap"},
+       {Format::kJodie, "jodie"}},
+      [](const char* s) { return parse_format(s); }, format_name);
+  EXPECT_EQ(test::param_error([] { parse_format("xml"); }),
+            "unknown format 'xml' (expected auto, ogb, metis, edgelist, konect, snap or jodie)");
+  EXPECT_EQ(parse_node_order("none"), NodeOrder::kNone);
+  EXPECT_EQ(parse_node_order("rcm"), NodeOrder::kRcm);
+  EXPECT_EQ(test::param_error([] { parse_node_order("RCM"); }),
+            "unknown --reorder 'RCM' (expected none or rcm)");
+}
+
 }  // namespace
 }  // namespace halo

@@ -1053,5 +1053,41 @@ TEST(PtScotchRun, MoreEdgesThanItIndexesIsRefusedFirst) {
   EXPECT_FALSE(fs::exists(t / "out") && !fs::is_empty(t / "out"));
 }
 
+// The spellings --method, --objective and --ptype accept (halo partition, halo reorder), and the
+// exact line for one they do not. The assignment method has a name but no spelling: it is chosen
+// by --assignment FILE.
+TEST(OptionSpellings, PartitionAndReorderOptions) {
+  test::expect_spellings<PartitionMethod>({{PartitionMethod::kMetis, "metis"},
+                                           {PartitionMethod::kFennel, "fennel"},
+                                           {PartitionMethod::kRandom, "random"},
+                                           {PartitionMethod::kContiguous, "contiguous"},
+                                           {PartitionMethod::kKaminpar, "kaminpar"},
+                                           {PartitionMethod::kLpMetis, "lp-metis"},
+                                           {PartitionMethod::kPtScotch, "ptscotch"}},
+                                          parse_partition_method,
+                                          [](PartitionMethod m) { return to_string(m); });
+  EXPECT_STREQ(to_string(PartitionMethod::kAssignment), "assignment");
+  EXPECT_EQ(test::param_error([] { parse_partition_method("assignment"); }),
+            "unknown --method 'assignment' (expected metis, fennel, random, contiguous, kaminpar, "
+            "lp-metis or ptscotch)");
+  test::expect_spellings<MetisObjective>(
+      {{MetisObjective::kCut, "cut"}, {MetisObjective::kVol, "vol"}}, parse_metis_objective,
+      [](MetisObjective o) { return to_string(o); });
+  EXPECT_EQ(test::param_error([] { parse_metis_objective("edges"); }),
+            "unknown --objective 'edges' (expected cut or vol)");
+  test::expect_spellings<MetisPtype>({{MetisPtype::kAuto, "auto"},
+                                      {MetisPtype::kKway, "kway"},
+                                      {MetisPtype::kRb, "rb"},
+                                      {MetisPtype::kBest, "best"}},
+                                     parse_metis_ptype, [](MetisPtype p) { return to_string(p); });
+  EXPECT_EQ(test::param_error([] { parse_metis_ptype(""); }),
+            "unknown --ptype '' (expected auto, kway, rb or best)");
+  test::expect_spellings<LocalityMethod>(
+      {{LocalityMethod::kMetis, "metis"}, {LocalityMethod::kRcm, "rcm"}}, parse_locality_method,
+      [](LocalityMethod m) { return to_string(m); });
+  EXPECT_EQ(test::param_error([] { parse_locality_method("random"); }),
+            "unknown --method 'random' (expected metis or rcm)");
+}
+
 }  // namespace
 }  // namespace halo

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <stdexcept>
 
@@ -21,8 +22,9 @@ namespace halo::cli {
 
 void print_footer(const std::string& what, double seconds) {
   std::fflush(stdout);  // keep the report above the footer when both go to one terminal
-  std::fprintf(stderr, "%s in %.2f s, peak memory %s\n", what.c_str(), seconds,
-               format_bytes(peak_rss_bytes()).c_str());
+  char line[64];
+  std::snprintf(line, sizeof line, " in %.2f s, peak memory ", seconds);
+  std::clog << what << line << format_bytes(peak_rss_bytes()) << std::endl;
 }
 
 namespace {

@@ -181,21 +181,28 @@ Action add_tgn(CLI::App& app) {
     }
     const TgnSummary s = train_tgn(*path, world(), *o, std::cout);
     if (world().rank() != 0) return 0;  // every rank holds the summary; one prints it
+    // On std::cout, as the epoch lines are, so that a library caller can drop them all (python/).
+    char line[320];
     if (o->skip_eval) {
-      std::printf("%s: %.0f training events/s (median epoch; no evaluation)\n", to_string(o->model),
-                  s.events_per_s);
+      std::snprintf(line, sizeof line, "%s: %.0f training events/s (median epoch; no evaluation)\n",
+                    to_string(o->model), s.events_per_s);
+      std::cout << line;
       print_footer("tgn train", clock.seconds());
       return 0;
     }
-    std::printf(
+    std::snprintf(
+        line, sizeof line,
         "%s: test AP %.4f, AUC %.4f; new nodes AP %.4f, AUC %.4f (per-batch means, TGN's protocol; "
         "pooled AP %.4f, "
         "new nodes %.4f) (best epoch %d, %.0f events/s)\n",
         to_string(o->model), s.test_ap, s.test_auc, s.test_inductive_ap, s.test_inductive_auc,
         s.test_ap_pooled, s.test_inductive_ap_pooled, s.best_epoch, s.events_per_s);
-    if (o->eval_negatives > 0)
-      std::printf("%s: test MRR %.4f against %lld negatives\n", to_string(o->model), s.test_mrr,
-                  (long long)o->eval_negatives);
+    std::cout << line;
+    if (o->eval_negatives > 0) {
+      std::snprintf(line, sizeof line, "%s: test MRR %.4f against %lld negatives\n",
+                    to_string(o->model), s.test_mrr, (long long)o->eval_negatives);
+      std::cout << line;
+    }
     print_footer("tgn train", clock.seconds());
     return 0;
   };

@@ -25,7 +25,9 @@ Action add_reorder(CLI::App& app);
 // exceptions, command-line ones as ParamError carrying the one line `halo` prints.
 int run_command(int argc, char** argv);
 
-// The one-line footer long commands end with: "<what> in 1.23 s, peak memory 45.6 MiB".
+// The one-line footer long commands end with: "<what> in 1.23 s, peak memory 45.6 MiB", on
+// std::clog (stderr) rather than stderr itself, so that a library caller can drop it with the
+// report (python/src/module.cc) and keep the warnings.
 void print_footer(const std::string& what, double seconds);
 
 // Flag checks shared by every command (main.cc). A failed check is a CLI11 ValidationError

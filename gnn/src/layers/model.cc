@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 #include "layers/gat.h"
 
@@ -79,23 +80,14 @@ using model_util::make_param;
 using model_util::reserve;
 using model_util::shape;
 
-ModelKind parse_model_kind(std::string_view s) {
-  if (s == "gcn") return ModelKind::kGcn;
-  if (s == "sage") return ModelKind::kSage;
-  if (s == "gat") return ModelKind::kGat;
-  throw ParamError("unknown --model '" + std::string(s) + "' (expected gcn, sage or gat)");
-}
+namespace {
+constexpr EnumName<ModelKind> kModelKinds[] = {
+    {ModelKind::kGcn, "gcn"}, {ModelKind::kSage, "sage"}, {ModelKind::kGat, "gat"}};
+}  // namespace
 
-const char* to_string(ModelKind k) {
-  switch (k) {
-    case ModelKind::kSage:
-      return "sage";
-    case ModelKind::kGat:
-      return "gat";
-    default:
-      return "gcn";
-  }
-}
+ModelKind parse_model_kind(std::string_view s) { return parse_enum(kModelKinds, "--model", s); }
+
+const char* to_string(ModelKind k) { return enum_name(kModelKinds, k); }
 
 void ModelConfig::check() const {
   if (layers < 1) throw ParamError("--layers must be at least 1");

@@ -5,18 +5,24 @@
 #include <utility>
 
 #include "halo/gnn/device.h"
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 #include "halo/graph/progress.h"
 
 namespace halo {
 
+namespace {
+constexpr EnumName<HaloDtype> kHaloDtypes[] = {{HaloDtype::kF32, "f32"},
+                                               {HaloDtype::kBf16, "bf16"}};
+}  // namespace
+
+// Worded as --device's is (no value echoed), kept as users have seen it.
 HaloDtype parse_halo_dtype(std::string_view s) {
-  if (s == "f32") return HaloDtype::kF32;
-  if (s == "bf16") return HaloDtype::kBf16;
-  throw ParamError("--halo-dtype must be f32 or bf16");
+  if (const auto* e = find_enum(kHaloDtypes, s)) return e->value;
+  throw ParamError("--halo-dtype must be " + enum_choices(kHaloDtypes));
 }
 
-const char* to_string(HaloDtype d) { return d == HaloDtype::kBf16 ? "bf16" : "f32"; }
+const char* to_string(HaloDtype d) { return enum_name(kHaloDtypes, d); }
 
 std::size_t value_bytes(HaloDtype dtype) { return dtype == HaloDtype::kF32 ? 4 : 2; }
 

@@ -32,8 +32,8 @@
 #include "halo/runtime/comm/comm.h"
 #include "halo/runtime/memory/memory_model.h"
 #include "halo/runtime/train/checkpoint.h"
-#include "temporal/tgn_replicas.h"
 #include "temporal/tgn_checkpoint.h"
+#include "temporal/tgn_replicas.h"
 #include "temporal/tgn_scores.h"
 #include "train/rank_data.h"
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 #include "halo/runtime/memory/memory_model.h"
 #include "halo/runtime/temporal/tgn.h"
@@ -10,77 +11,51 @@
 namespace halo {
 using json = nlohmann::json;
 
-TgnModel parse_tgn_model(std::string_view s) {
-  if (s == "tgn") return TgnModel::kTgn;
-  if (s == "jodie") return TgnModel::kJodie;
-  if (s == "edgebank") return TgnModel::kEdgebank;
-  throw ParamError("unknown --model '" + std::string(s) + "' (expected tgn, jodie or edgebank)");
-}
+namespace {
+constexpr EnumName<TgnModel> kTgnModels[] = {
+    {TgnModel::kTgn, "tgn"}, {TgnModel::kJodie, "jodie"}, {TgnModel::kEdgebank, "edgebank"}};
+constexpr EnumName<TgnEmbedding> kTgnEmbeddings[] = {{TgnEmbedding::kAttention, "attn"},
+                                                     {TgnEmbedding::kIdentity, "identity"},
+                                                     {TgnEmbedding::kTime, "time"}};
+constexpr EnumName<TgnAggregator> kTgnAggregators[] = {{TgnAggregator::kLast, "last"},
+                                                       {TgnAggregator::kMean, "mean"}};
+constexpr EnumName<TgnParallel> kTgnParallels[] = {{TgnParallel::kExact, "exact"},
+                                                   {TgnParallel::kSegments, "segments"}};
+constexpr EnumName<TgnNeighborsBefore> kTgnNeighborsBefore[] = {
+    {TgnNeighborsBefore::kEvent, "event"}, {TgnNeighborsBefore::kBatch, "batch"}};
+constexpr EnumName<TgnMemoryChoice> kTgnMemoryChoices[] = {{TgnMemoryChoice::kAuto, "auto"},
+                                                           {TgnMemoryChoice::kDevice, "device"},
+                                                           {TgnMemoryChoice::kHost, "host"}};
+}  // namespace
+
+TgnModel parse_tgn_model(std::string_view s) { return parse_enum(kTgnModels, "--model", s); }
 
 TgnEmbedding parse_tgn_embedding(std::string_view s) {
-  if (s == "attn") return TgnEmbedding::kAttention;
-  if (s == "identity") return TgnEmbedding::kIdentity;
-  if (s == "time") return TgnEmbedding::kTime;
-  throw ParamError("unknown --embedding '" + std::string(s) +
-                   "' (expected attn, identity or time)");
+  return parse_enum(kTgnEmbeddings, "--embedding", s);
 }
 
 TgnAggregator parse_tgn_aggregator(std::string_view s) {
-  if (s == "last") return TgnAggregator::kLast;
-  if (s == "mean") return TgnAggregator::kMean;
-  throw ParamError("unknown --aggregator '" + std::string(s) + "' (expected last or mean)");
+  return parse_enum(kTgnAggregators, "--aggregator", s);
 }
 
 TgnParallel parse_tgn_parallel(std::string_view s) {
-  if (s == "exact") return TgnParallel::kExact;
-  if (s == "segments") return TgnParallel::kSegments;
-  throw ParamError("unknown --parallel '" + std::string(s) + "' (expected exact or segments)");
+  return parse_enum(kTgnParallels, "--parallel", s);
 }
 
 TgnNeighborsBefore parse_tgn_neighbors_before(std::string_view s) {
-  if (s == "event") return TgnNeighborsBefore::kEvent;
-  if (s == "batch") return TgnNeighborsBefore::kBatch;
-  throw ParamError("unknown --neighbors-before '" + std::string(s) + "' (expected event or batch)");
+  return parse_enum(kTgnNeighborsBefore, "--neighbors-before", s);
 }
 
 TgnMemoryChoice parse_tgn_memory_choice(std::string_view s) {
-  if (s == "auto") return TgnMemoryChoice::kAuto;
-  if (s == "device") return TgnMemoryChoice::kDevice;
-  if (s == "host") return TgnMemoryChoice::kHost;
-  throw ParamError("unknown --memory-on '" + std::string(s) + "' (expected auto, device or host)");
+  return parse_enum(kTgnMemoryChoices, "--memory-on", s);
 }
 
-const char* to_string(TgnModel m) {
-  switch (m) {
-    case TgnModel::kJodie:
-      return "jodie";
-    case TgnModel::kEdgebank:
-      return "edgebank";
-    default:
-      return "tgn";
-  }
-}
-
-const char* to_string(TgnEmbedding e) {
-  switch (e) {
-    case TgnEmbedding::kIdentity:
-      return "identity";
-    case TgnEmbedding::kTime:
-      return "time";
-    default:
-      return "attn";
-  }
-}
-
-const char* to_string(TgnAggregator a) { return a == TgnAggregator::kMean ? "mean" : "last"; }
-const char* to_string(TgnParallel p) { return p == TgnParallel::kSegments ? "segments" : "exact"; }
-const char* to_string(TgnNeighborsBefore n) {
-  return n == TgnNeighborsBefore::kBatch ? "batch" : "event";
-}
-
-const char* to_string(TgnMemoryChoice m) {
-  return m == TgnMemoryChoice::kDevice ? "device" : m == TgnMemoryChoice::kHost ? "host" : "auto";
-}
+const char* to_string(TgnModel m) { return enum_name(kTgnModels, m); }
+const char* to_string(TgnEmbedding e) { return enum_name(kTgnEmbeddings, e); }
+const char* to_string(TgnAggregator a) { return enum_name(kTgnAggregators, a); }
+const char* to_string(TgnParallel p) { return enum_name(kTgnParallels, p); }
+const char* to_string(TgnNeighborsBefore n) { return enum_name(kTgnNeighborsBefore, n); }
+const char* to_string(TgnMemoryChoice m) { return enum_name(kTgnMemoryChoices, m); }
 const char* to_string(TgnMemoryOn m) { return m == TgnMemoryOn::kHost ? "host" : "device"; }
 
 void TgnOptions::check() const {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "halo/graph/dataset.h"
+#include "halo/graph/enum_names.h"
 #include "halo/graph/error.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/memory/memory_model.h"
@@ -44,23 +45,19 @@ void check_train_outputs(const TrainOptions& opt, const std::filesystem::path& i
   check_outside_checkpoint(opt.predictions_out, "--predictions-out", opt.checkpoint);
 }
 
+namespace {
+constexpr EnumName<DeviceChoice> kDeviceChoices[] = {
+    {DeviceChoice::kCpu, "cpu"}, {DeviceChoice::kCuda, "cuda"}, {DeviceChoice::kAuto, "auto"}};
+}  // namespace
+
+// Worded as a range check without the value, unlike the other enums' "unknown --flag 'x'": kept
+// as users and scripts have seen it.
 DeviceChoice parse_device_choice(std::string_view s) {
-  if (s == "cpu") return DeviceChoice::kCpu;
-  if (s == "cuda") return DeviceChoice::kCuda;
-  if (s == "auto") return DeviceChoice::kAuto;
-  throw ParamError("--device must be cpu, cuda or auto");
+  if (const auto* e = find_enum(kDeviceChoices, s)) return e->value;
+  throw ParamError("--device must be " + enum_choices(kDeviceChoices));
 }
 
-const char* to_string(DeviceChoice d) {
-  switch (d) {
-    case DeviceChoice::kCuda:
-      return "cuda";
-    case DeviceChoice::kAuto:
-      return "auto";
-    default:
-      return "cpu";
-  }
-}
+const char* to_string(DeviceChoice d) { return enum_name(kDeviceChoices, d); }
 
 void TrainOptions::check() const {
   model.check();

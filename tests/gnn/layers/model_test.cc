@@ -623,5 +623,22 @@ TEST(Model, RejectsImpossibleConfigurations) {
   EXPECT_NO_THROW(Model(cfg, 0));
 }
 
+// The spellings --model and --matmul-precision accept (and checkpoints record), and the exact line
+// for one they do not.
+TEST(OptionSpellings, ModelAndMatmulPrecision) {
+  test::expect_spellings<ModelKind>(
+      {{ModelKind::kGcn, "gcn"}, {ModelKind::kSage, "sage"}, {ModelKind::kGat, "gat"}},
+      parse_model_kind, [](ModelKind k) { return to_string(k); });
+  EXPECT_EQ(test::param_error([] { parse_model_kind("gin"); }),
+            "unknown --model 'gin' (expected gcn, sage or gat)");
+  test::expect_spellings<MatmulPrecision>({{MatmulPrecision::kFp32, "fp32"},
+                                           {MatmulPrecision::kTf32, "tf32"},
+                                           {MatmulPrecision::kBf16, "bf16"}},
+                                          parse_matmul_precision,
+                                          [](MatmulPrecision p) { return to_string(p); });
+  EXPECT_EQ(test::param_error([] { parse_matmul_precision("fp16"); }),
+            "--matmul-precision must be fp32, tf32 or bf16 (got 'fp16')");
+}
+
 }  // namespace
 }  // namespace halo

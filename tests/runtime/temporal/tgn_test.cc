@@ -513,5 +513,44 @@ TEST(TgnGpu, DeviceCudaWithoutAGpuIsRefusedAndAutoIsTheCpu) {
   }
 }
 
+// The spellings halo tgn's enum options accept (and its summary records), and the exact line for
+// one they do not.
+TEST(OptionSpellings, TgnOptions) {
+  test::expect_spellings<TgnModel>(
+      {{TgnModel::kTgn, "tgn"}, {TgnModel::kJodie, "jodie"}, {TgnModel::kEdgebank, "edgebank"}},
+      parse_tgn_model, [](TgnModel m) { return to_string(m); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_model("dyrep"); }),
+            "unknown --model 'dyrep' (expected tgn, jodie or edgebank)");
+  test::expect_spellings<TgnEmbedding>({{TgnEmbedding::kAttention, "attn"},
+                                        {TgnEmbedding::kIdentity, "identity"},
+                                        {TgnEmbedding::kTime, "time"}},
+                                       parse_tgn_embedding,
+                                       [](TgnEmbedding e) { return to_string(e); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_embedding("attention"); }),
+            "unknown --embedding 'attention' (expected attn, identity or time)");
+  test::expect_spellings<TgnAggregator>(
+      {{TgnAggregator::kLast, "last"}, {TgnAggregator::kMean, "mean"}}, parse_tgn_aggregator,
+      [](TgnAggregator a) { return to_string(a); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_aggregator("sum"); }),
+            "unknown --aggregator 'sum' (expected last or mean)");
+  test::expect_spellings<TgnParallel>(
+      {{TgnParallel::kExact, "exact"}, {TgnParallel::kSegments, "segments"}}, parse_tgn_parallel,
+      [](TgnParallel p) { return to_string(p); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_parallel("fast"); }),
+            "unknown --parallel 'fast' (expected exact or segments)");
+  test::expect_spellings<TgnNeighborsBefore>(
+      {{TgnNeighborsBefore::kEvent, "event"}, {TgnNeighborsBefore::kBatch, "batch"}},
+      parse_tgn_neighbors_before, [](TgnNeighborsBefore n) { return to_string(n); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_neighbors_before("epoch"); }),
+            "unknown --neighbors-before 'epoch' (expected event or batch)");
+  test::expect_spellings<TgnMemoryChoice>({{TgnMemoryChoice::kAuto, "auto"},
+                                           {TgnMemoryChoice::kDevice, "device"},
+                                           {TgnMemoryChoice::kHost, "host"}},
+                                          parse_tgn_memory_choice,
+                                          [](TgnMemoryChoice m) { return to_string(m); });
+  EXPECT_EQ(test::param_error([] { parse_tgn_memory_choice("disk"); }),
+            "unknown --memory-on 'disk' (expected auto, device or host)");
+}
+
 }  // namespace
 }  // namespace halo

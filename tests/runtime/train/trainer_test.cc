@@ -544,5 +544,19 @@ TEST(NcclGpu, InitWithAMissingPeerEndsAtTheDeadline) {
   EXPECT_LT(waited, limit + 30);
 }
 
+// The spellings --device and --halo-dtype accept (and summaries and checkpoints record), and the
+// exact line for one they do not.
+TEST(OptionSpellings, DeviceAndHaloDtype) {
+  test::expect_spellings<DeviceChoice>(
+      {{DeviceChoice::kCpu, "cpu"}, {DeviceChoice::kCuda, "cuda"}, {DeviceChoice::kAuto, "auto"}},
+      parse_device_choice, [](DeviceChoice d) { return to_string(d); });
+  EXPECT_EQ(test::param_error([] { parse_device_choice("gpu"); }),
+            "--device must be cpu, cuda or auto");
+  test::expect_spellings<HaloDtype>({{HaloDtype::kF32, "f32"}, {HaloDtype::kBf16, "bf16"}},
+                                    parse_halo_dtype, [](HaloDtype d) { return to_string(d); });
+  EXPECT_EQ(test::param_error([] { parse_halo_dtype("fp16"); }),
+            "--halo-dtype must be f32 or bf16");
+}
+
 }  // namespace
 }  // namespace halo
