@@ -3,15 +3,19 @@
 #include "halo/graph/npz.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "../test_util.h"
 #include "halo/graph/error.h"
 
 #ifndef HALO_TEST_DATA_DIR
@@ -482,6 +486,295 @@ TEST(NpzErrors, NotAZipAndMissingFile) {
   EXPECT_NE(msg.find("not a zip archive"), std::string::npos) << msg;
   EXPECT_THROW(NpzReader r(fixture("no_such_file.npz")), SystemError);
   EXPECT_THROW(NpzReader r(fixture("")), InputError);  // a directory
+}
+
+// ---- hand-built hostile archives ---------------------------------------------------------------
+
+// One member of a zip written by build_zip: bytes as stored, and what the headers claim.
+struct ZipMember {
+  std::string name, data;
+  std::uint16_t method = 0, flags = 0;
+  std::uint32_t crc = 0;
+  std::uint64_t csize = 0, usize = 0;
+  bool zip64 = false;  // 0xFFFFFFFF sizes in the central directory, ZIP64 extra holds them
+  bool drop_zip64_extra = false;  // ... but without the extra field
+};
+
+// A .npy file of int64 values 0..n-1.
+std::string npy_i64(std::uint64_t n) {
+  std::string s = npy_prefix("<i8", n, 0);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<std::int64_t>(i);
+    s.append(reinterpret_cast<const char*>(&v), 8);
+  }
+  return s;
+}
+
+std::uint32_t crc_of(const std::string& s) {
+  return static_cast<std::uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+}
+
+ZipMember stored(const std::string& name, const std::string& content) {
+  return {name, content, 0, 0, crc_of(content), content.size(), content.size()};
+}
+
+ZipMember deflated(const std::string& name, const std::string& content) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, content.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(content.data()));
+  z.avail_in = static_cast<uInt>(content.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return {name, out, 8, 0, crc_of(content), out.size(), content.size()};
+}
+
+void put16(std::string& s, std::uint32_t v) {
+  s += static_cast<char>(v & 0xff);
+  s += static_cast<char>((v >> 8) & 0xff);
+}
+void put32(std::string& s, std::uint32_t v) {
+  put16(s, v & 0xffff);
+  put16(s, v >> 16);
+}
+void put64(std::string& s, std::uint64_t v) {
+  put32(s, static_cast<std::uint32_t>(v));
+  put32(s, static_cast<std::uint32_t>(v >> 32));
+}
+
+// A zip archive of the members, headers as they claim (no ZIP64 end records).
+std::string build_zip(const std::vector<ZipMember>& ms) {
+  std::string out, cd;
+  for (const ZipMember& m : ms) {
+    const auto off = static_cast<std::uint32_t>(out.size());
+    put32(out, 0x04034b50);
+    put16(out, 20);
+    put16(out, m.flags);
+    put16(out, m.method);
+    put32(out, 0);  // time, date
+    put32(out, m.crc);
+    put32(out, static_cast<std::uint32_t>(m.csize));
+    put32(out, static_cast<std::uint32_t>(m.usize));
+    put16(out, static_cast<std::uint32_t>(m.name.size()));
+    put16(out, 0);
+    out += m.name + m.data;
+    std::string extra;
+    if (m.zip64 && !m.drop_zip64_extra) {
+      put16(extra, 0x0001);
+      put16(extra, 16);
+      put64(extra, m.usize);
+      put64(extra, m.csize);
+    }
+    put32(cd, 0x02014b50);
+    put16(cd, 45);
+    put16(cd, 45);
+    put16(cd, m.flags);
+    put16(cd, m.method);
+    put32(cd, 0);
+    put32(cd, m.crc);
+    put32(cd, m.zip64 ? 0xFFFFFFFFu : static_cast<std::uint32_t>(m.csize));
+    put32(cd, m.zip64 ? 0xFFFFFFFFu : static_cast<std::uint32_t>(m.usize));
+    put16(cd, static_cast<std::uint32_t>(m.name.size()));
+    put16(cd, static_cast<std::uint32_t>(extra.size()));
+    put16(cd, 0);  // comment
+    put16(cd, 0);  // disk
+    put16(cd, 0);  // internal attributes
+    put32(cd, 0);  // external attributes
+    put32(cd, off);
+    cd += m.name + extra;
+  }
+  const auto cd_off = static_cast<std::uint32_t>(out.size());
+  out += cd;
+  put32(out, 0x06054b50);
+  put32(out, 0);
+  put16(out, static_cast<std::uint32_t>(ms.size()));
+  put16(out, static_cast<std::uint32_t>(ms.size()));
+  put32(out, static_cast<std::uint32_t>(cd.size()));
+  put32(out, cd_off);
+  put16(out, 0);
+  return out;
+}
+
+class NpzHostile : public ::testing::Test {
+ protected:
+  // Writes the archive and returns its path.
+  std::filesystem::path write(const std::string& bytes) {
+    auto p = dir_ / "x.npz";
+    test::write_text(p, bytes);
+    return p;
+  }
+  // The InputError message of opening the archive and streaming every array.
+  std::string read_error(const std::string& bytes) {
+    const auto p = write(bytes);
+    return error_of<InputError>([&] {
+      NpzReader r(p);
+      for (const std::string& k : r.keys()) raw(r, k, 64);
+    });
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(NpzHostile, ValidHandBuiltArchiveReads) {
+  // The builder itself is sound: the hostile cases below differ from this in one field.
+  for (const ZipMember& m : {stored("a.npy", npy_i64(100)), deflated("a.npy", npy_i64(100))}) {
+    NpzReader r(write(build_zip({m, stored("b.npy", npy_i64(3))})));
+    EXPECT_EQ(r.keys(), (std::vector<std::string>{"a", "b"}));
+    const auto v = read_all_as<std::int64_t>(r, "a");
+    ASSERT_EQ(v.size(), 100u);
+    EXPECT_EQ(v[99], 99);
+  }
+  ZipMember big = deflated("a.npy", npy_i64(100));
+  big.zip64 = true;
+  NpzReader r(write(build_zip({big})));
+  EXPECT_EQ(read_all_as<std::int64_t>(r, "a").size(), 100u);
+}
+
+TEST_F(NpzHostile, DuplicateNames) {
+  const auto p = write(build_zip({stored("a.npy", npy_i64(2)), stored("a.npy", npy_i64(3))}));
+  const std::string msg = error_of<InputError>([&] { NpzReader r(p); });
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("duplicate entry a.npy"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, CrcMismatch) {
+  for (ZipMember m : {stored("a.npy", npy_i64(50)), deflated("a.npy", npy_i64(50))}) {
+    m.crc ^= 1;
+    const std::string msg = read_error(build_zip({m}));
+    EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("entry a.npy: CRC-32 mismatch ("), std::string::npos) << msg;
+    char want[32];
+    std::snprintf(want, sizeof want, "expected %08x", m.crc);
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  }
+}
+
+TEST_F(NpzHostile, EncryptedEntry) {
+  ZipMember m = stored("a.npy", npy_i64(4));
+  m.flags = 1;
+  NpzReader r(write(build_zip({m})));
+  EXPECT_EQ(r.keys(), std::vector<std::string>{"a"});
+  const std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("entry a.npy: encrypted entries are not supported"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, UnsupportedMethod) {
+  ZipMember m = deflated("a.npy", npy_i64(4));
+  m.method = 14;
+  NpzReader r(write(build_zip({m})));
+  const std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("entry a.npy: unsupported compression method 14 (lzma)"), std::string::npos)
+      << msg;
+}
+
+TEST_F(NpzHostile, LyingSizes) {
+  // Stored with differing sizes.
+  ZipMember m = stored("a.npy", npy_i64(8));
+  m.usize += 8;
+  std::string msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("entry a.npy: stored entry with compressed size"), std::string::npos) << msg;
+
+  // Deflate data that inflates to less than declared (header and CRC match the short data's
+  // claim of 16 values, but only 8 are there).
+  std::string shorter =
+      npy_prefix("<i8", 16, 0) + npy_i64(8).substr(npy_prefix("<i8", 8, 0).size());
+  m = deflated("a.npy", shorter);
+  m.usize += 64;
+  msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("entry a.npy: ends 64 bytes early (truncated entry?)"), std::string::npos)
+      << msg;
+
+  // ... and to more than declared.
+  std::string longer =
+      npy_prefix("<i8", 8, 0) + npy_i64(16).substr(npy_prefix("<i8", 16, 0).size());
+  m = deflated("a.npy", longer);
+  m.usize -= 64;
+  msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("entry a.npy: inflates to more than the declared " + std::to_string(m.usize)),
+            std::string::npos)
+      << msg;
+
+  // A declared size no deflate stream of this length can reach (zip bomb guard).
+  m = deflated("a.npy", npy_i64(8));
+  m.usize = std::uint64_t{1} << 31;
+  msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("entry a.npy: declared size 2147483648 is impossible"), std::string::npos)
+      << msg;
+
+  // Compressed data running past the end of the file.
+  m = stored("a.npy", npy_i64(8));
+  m.csize = m.usize = 1000;
+  msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry a.npy"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, Zip64ExtraMissing) {
+  ZipMember m = stored("a.npy", npy_i64(8));
+  m.zip64 = true;
+  m.drop_zip64_extra = true;
+  const std::string msg = read_error(build_zip({m}));
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("central directory"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, BadCentralDirectory) {
+  std::string z = build_zip({stored("a.npy", npy_i64(8)), stored("b.npy", npy_i64(8))});
+  const std::size_t cd = z.rfind(std::string("PK\x01\x02", 4));
+  ASSERT_NE(cd, std::string::npos);
+  z[cd + 1] = 'X';  // the second entry's signature
+  std::string msg = read_error(z);
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("central directory"), std::string::npos) << msg;
+  // A central directory that claims more entries than it holds.
+  z = build_zip({stored("a.npy", npy_i64(8))});
+  z[z.size() - 12] = 5;  // total entries
+  z[z.size() - 14] = 5;  // entries on this disk
+  msg = read_error(z);
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, BadLocalHeader) {
+  // A local header whose name length lies moves the data start into the central directory.
+  std::string z = build_zip({stored("a.npy", npy_i64(8))});
+  z[26] = 15;
+  NpzReader r(write(z));
+  std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry a.npy: 192 bytes of data at offset 45 run past the central directory"),
+            std::string::npos)
+      << msg;
+  // A damaged local header signature.
+  z = build_zip({stored("a.npy", npy_i64(8))});
+  z[1] = 'X';
+  NpzReader r2(write(z));
+  msg = error_of<InputError>([&] { r2.info("a"); });
+  EXPECT_NE(msg.find("entry a.npy: no local file header at offset 0"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, TruncatedInsideTheData) {
+  // The end record is intact but the file lost bytes: sizes point past the end.
+  std::string z = build_zip({stored("a.npy", npy_i64(64))});
+  const std::size_t cut = 200;
+  z.erase(cut, 300);
+  const std::string msg = read_error(z);
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+}
+
+TEST(Npz, StreamsFromSeveralThreadsAtOnce) {
+  // npz.h: one NpzReader may be streamed from several threads at once.
+  NpzReader r(fixture("basic_compressed.npz"));
+  std::vector<std::vector<std::int64_t>> got(4);
+  std::vector<std::thread> ts;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    ts.emplace_back([&, t] {
+      for (int rep = 0; rep < 50; ++rep) got[t] = collect<std::int64_t>(r, "edge_index", 3 + t);
+    });
+  for (std::thread& t : ts) t.join();
+  for (const auto& g : got) EXPECT_EQ(g, kEdges);
 }
 
 }  // namespace
