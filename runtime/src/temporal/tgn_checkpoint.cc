@@ -6,6 +6,7 @@
 
 #include "halo/graph/dataset.h"
 #include "halo/graph/error.h"
+#include "halo/graph/input.h"
 #include "halo/graph/staging.h"
 #include "halo/runtime/train/checkpoint.h"
 
