@@ -12,7 +12,8 @@
 // back as wait (or as all-reduce time: measured 1.6 s of a 3.2 s epoch at 1 Gbit/s). So while
 // exchanges are in flight a progress thread tests their requests every HALO_MPI_PROGRESS_US
 // microseconds (default 500; 0 turns it off). MPI runs MPI_THREAD_SERIALIZED: every MPI call of
-// this file holds one mutex.
+// this file holds one mutex (mpi_internal.h). Start-up, shutdown and the agreement on failures
+// are the MPI session's (mpi_session.cc).
 #include "halo/runtime/comm/comm.h"
 
 #include <dirent.h>
@@ -28,9 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <cstddef>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -42,25 +41,23 @@
 #include <thread>
 
 #include "cluster/supervisor_loop.h"
+#include "comm/mpi_internal.h"
 #include "halo/graph/error.h"
 
 namespace halo {
+
+namespace mpi_internal {  // shared with mpi_session.cc (mpi_internal.h says what each is)
+bool g_mpi = false;
+bool g_serialized = false;
+std::mutex g_mpi_lock;
+MPI_Comm g_fail_comm = MPI_COMM_NULL;
+}  // namespace mpi_internal
+using namespace mpi_internal;
+
 namespace {
 
-bool g_mpi = false;         // MPI initialised by MpiSession
-bool g_serialized = false;  // MPI gave MPI_THREAD_SERIALIZED: the progress thread may run
-std::mutex g_mpi_lock;      // held by every MPI call once the progress thread may run
-
-// Runs one MPI call under the lock.
-template <class F>
-int locked(F&& call) {
-  std::lock_guard<std::mutex> lk(g_mpi_lock);
-  return call();
-}
-
 class MpiPending;
-MPI_Comm g_fail_comm = MPI_COMM_NULL;  // first_failed_rank's own communicator (a dup of WORLD)
-std::vector<std::string> g_hosts;      // every rank's host name (MpiCommunicator): messages, pacing
+std::vector<std::string> g_hosts;  // every rank's host name (MpiCommunicator): messages, pacing
 
 // Bulk transfers: how halo exchanges are cut and paced while the progress thread runs. A chunk
 // must be larger than MPI's eager limit (Open MPI over TCP: 64 KiB with its header): an eager
@@ -566,84 +563,9 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-namespace {
-// Bounds MPI_Init_thread by HALO_COMM_TIMEOUT_S. Start-up is a collective of every rank (Open
-// MPI's modex), so one rank that never gets there (stopped, or its node frozen) keeps every
-// other rank inside MPI_Init_thread, which has no deadline of its own; and it runs before the
-// supervisors know each other, so their heartbeat cannot notice either. The blocked thread
-// cannot be interrupted, so the watchdog ends the process itself (_exit: the one place library
-// code exits, as nothing else could return control); its supervisor sees an ordinary failed
-// worker and the launcher ends the job.
-class InitWatchdog {
- public:
-  InitWatchdog(double limit_s, int rank, int size) {
-    thread_ = std::thread([this, limit_s, rank, size] {
-      std::unique_lock<std::mutex> lk(lock_);
-      if (wake_.wait_for(lk, std::chrono::duration<double>(limit_s), [&] { return done_; })) return;
-      std::fprintf(stderr,
-                   "error: rank %d of %d on %s: MPI start-up (MPI_Init_thread) did not finish "
-                   "within %g s: a rank "
-                   "did not start, was stopped, or its node is unreachable (HALO_COMM_TIMEOUT_S "
-                   "sets the limit)\n",
-                   rank, size, host_name().c_str(), limit_s);
-      std::fflush(stderr);
-      _exit(1);
-    });
-  }
-  ~InitWatchdog() {
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      done_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-  }
-  InitWatchdog(const InitWatchdog&) = delete;
-  InitWatchdog& operator=(const InitWatchdog&) = delete;
-
- private:
-  std::mutex lock_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
-};
-}  // namespace
-
-MpiSession::MpiSession(int* argc, char*** argv, bool library_threads) {
-  if (!launched_by_mpi()) return;
-  int rank = -1, size = 0;
-  rank_from_env(&rank, &size);
-  // Test hook: this rank stops itself before start-up, as a rank frozen by SIGSTOP or a hung
-  // node would (tests/runtime/train/bad_training_test.cc).
-  if (const char* v = std::getenv("HALO_TEST_STOP_BEFORE_MPI_INIT");
-      v && *v && std::atoi(v) == rank)
-    raise(SIGSTOP);
-  double limit = 600;
-  try {
-    limit = comm_timeout_seconds();
-  } catch (const Error&) {  // a bad HALO_COMM_TIMEOUT_S is reported by the first wait, in one line
-  }
-  int provided = 0;
-  int rc = MPI_SUCCESS;
-  {
-    InitWatchdog watchdog(limit, rank, size);
-    rc = MPI_Init_thread(argc, argv, library_threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED,
-                         &provided);
-  }
-  if (rc != MPI_SUCCESS) return;
-  g_serialized = provided >= MPI_THREAD_SERIALIZED;
-  // Errors come back as codes (turned into exceptions with the call's name), not a silent exit.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  g_mpi = true;
-}
-
-MpiSession::~MpiSession() {
-  if (g_mpi) {
-    Progress::get().stop();
-    MPI_Finalize();
-  }
-  g_mpi = false;
-}
+namespace mpi_internal {
+void stop_progress() { Progress::get().stop(); }
+}  // namespace mpi_internal
 
 Communicator& world() {
   if (g_mpi) {
@@ -652,31 +574,6 @@ Communicator& world() {
   }
   static LocalCommunicator local;
   return local;
-}
-
-void abort_job(int code) { world().abort(code); }
-
-int first_failed_rank(double grace_s) {
-  Communicator& comm = world();
-  if (comm.size() < 2) return comm.rank();
-  if (g_fail_comm == MPI_COMM_NULL) return -1;
-  // Static: a reduction that never completes (a rank did not fail) may still write them while
-  // the job is being aborted.
-  static int mine = 0, first = -1;
-  static MPI_Request req = MPI_REQUEST_NULL;
-  mine = comm.rank();
-  if (locked([&] {
-        return MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, g_fail_comm, &req);
-      }) != MPI_SUCCESS)
-    return -1;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
-  for (;;) {
-    int done = 0;
-    if (locked([&] { return MPI_Test(&req, &done, MPI_STATUS_IGNORE); }) != MPI_SUCCESS) return -1;
-    if (done) return first;
-    if (std::chrono::steady_clock::now() > until) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 }  // namespace halo
