@@ -17,15 +17,21 @@
 #include "halo/runtime/temporal/tgn.h"
 
 namespace halo {
+namespace {
 
-std::int64_t TgnMemoryEstimate::total() const {
+// The sum of an estimate's terms, saturating at the int64 maximum (terms are clamped there).
+std::int64_t saturating_total(const std::vector<std::pair<std::string, std::int64_t>>& terms) {
   std::int64_t sum = 0;
-  for (const auto& [name, bytes] : terms())
+  for (const auto& [name, bytes] : terms)
     sum = bytes > std::numeric_limits<std::int64_t>::max() - sum
               ? std::numeric_limits<std::int64_t>::max()
               : sum + bytes;
   return sum;
 }
+
+}  // namespace
+
+std::int64_t TgnMemoryEstimate::total() const { return saturating_total(terms()); }
 
 std::vector<std::pair<std::string, std::int64_t>> TgnMemoryEstimate::terms() const {
   return {{"stream", stream},    {"indexes", indexes}, {"node state", node_state},
@@ -186,14 +192,7 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   return est;
 }
 
-std::int64_t TgnGpuEstimate::total() const {
-  std::int64_t sum = 0;
-  for (const auto& [name, bytes] : terms())
-    sum = bytes > std::numeric_limits<std::int64_t>::max() - sum
-              ? std::numeric_limits<std::int64_t>::max()
-              : sum + bytes;
-  return sum;
-}
+std::int64_t TgnGpuEstimate::total() const { return saturating_total(terms()); }
 
 std::vector<std::pair<std::string, std::int64_t>> TgnGpuEstimate::terms() const {
   return {{"weights", weights},
