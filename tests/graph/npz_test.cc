@@ -755,6 +755,30 @@ TEST_F(NpzHostile, BadLocalHeader) {
   EXPECT_NE(msg.find("entry a.npy: no local file header at offset 0"), std::string::npos) << msg;
 }
 
+TEST_F(NpzHostile, LocalHeaderNamingAnotherMember) {
+  // The central directory says a.npy; the local header before the data says b.npy.
+  std::string z = build_zip({stored("a.npy", npy_i64(8))});
+  ASSERT_EQ(z[30], 'a');  // the local header's name follows its 30 fixed bytes
+  z[30] = 'b';
+  NpzReader r(write(z));
+  const std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry a.npy: local header names 'b.npy'"), std::string::npos) << msg;
+}
+
+TEST_F(NpzHostile, NpyHeaderOverOneMebibyte) {
+  // A version 2.0 .npy header whose 4-byte length claims just over the 1 MiB cap: refused by
+  // its length before anything of that size is allocated or read.
+  std::string npy = std::string("\x93NUMPY", 6) + '\x02' + '\x00';
+  const std::uint32_t claimed = (1u << 20) + 8;
+  for (int b = 0; b < 4; ++b) npy += static_cast<char>((claimed >> (8 * b)) & 0xff);
+  npy += "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }\n";
+  NpzReader r(write(build_zip({stored("a.npy", npy)})));
+  const std::string msg = error_of<InputError>([&] { r.info("a"); });
+  EXPECT_NE(msg.find("x.npz"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(".npy header of 1048584 bytes is too long"), std::string::npos) << msg;
+}
+
 TEST_F(NpzHostile, TruncatedInsideTheData) {
   // The end record is intact but the file lost bytes: sizes point past the end.
   std::string z = build_zip({stored("a.npy", npy_i64(64))});
