@@ -302,29 +302,22 @@ TgatView TemporalAttention::core_view() {
   return v;
 }
 
-void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
-                                const MatrixView& h, Matrix& z) {
-  const std::int64_t B = q.rows, dhd = dq_ / heads_, slots = B * k;
-  const std::int64_t dn = kv.nodes.cols, ds = dk_ - dn;
-  if (dn > dk_ || (ds > 0 && kv.slots.cols != ds))
-    throw ParamError("attention: key/value widths do not add up");
-  place(be.device());
-  place_matrix(z, be.device());
-  k_ = k;
-  dn_ = dn;
-  // Compact rows: only slots with a neighbour get a key and a value.
+// Compact rows: only slots with a neighbour get a key and a value. The indices the ops read go
+// up in one upload: row_ (slot -> compact row), slot_node_, slot_of_, then whether each of the
+// B queries has a neighbour (rows without one give 0, not the output bias).
+void TemporalAttention::index_slots(Backend& be, const std::int32_t* node, std::int64_t B) {
+  const int k = k_;
+  const std::int64_t slots = B * k;
   row_.assign(static_cast<std::size_t>(slots), -1);
   slot_node_.clear();
   slot_of_.clear();
   for (std::int64_t r = 0; r < slots; ++r)
-    if (kv.node[r] >= 0) {
+    if (node[r] >= 0) {
       row_[std::size_t(r)] = std::int32_t(slot_of_.size());
       slot_of_.push_back(NodeId(r));
-      slot_node_.push_back(NodeId(kv.node[r]));
+      slot_node_.push_back(NodeId(node[r]));
     }
   const std::int64_t sv = std::int64_t(slot_of_.size());
-  // The indices the ops read, one upload: row_, slot_node_, slot_of_, then whether each query
-  // has a neighbour (rows without one give 0, not the output bias).
   std::vector<std::int32_t>& idx = index_.host();
   idx.assign(row_.begin(), row_.end());
   idx.insert(idx.end(), slot_node_.begin(), slot_node_.end());
@@ -339,6 +332,20 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
   d_slot_node_ = base + slots;
   d_slot_of_ = base + slots + sv;
   d_keep_ = base + slots + 2 * sv;
+}
+
+void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValueInput& kv, int k,
+                                const MatrixView& h, Matrix& z) {
+  const std::int64_t B = q.rows, dhd = dq_ / heads_;
+  const std::int64_t dn = kv.nodes.cols, ds = dk_ - dn;
+  if (dn > dk_ || (ds > 0 && kv.slots.cols != ds))
+    throw ParamError("attention: key/value widths do not add up");
+  place(be.device());
+  place_matrix(z, be.device());
+  k_ = k;
+  dn_ = dn;
+  index_slots(be, kv.node, B);
+  const std::int64_t sv = std::int64_t(slot_of_.size());
   q_.resize(B, dq_);
   be.copy(q, q_.view());
   nodes_.resize(kv.nodes.rows, dn);

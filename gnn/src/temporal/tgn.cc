@@ -43,6 +43,13 @@ void source_gap_statistics(const EventStream& s, double& mean, double& std_dev) 
   if (!(std_dev > 0)) std_dev = 1.0;
 }
 
+// Appends n slots (-1) to an index pack; returns where they start.
+std::int64_t take_slots(std::vector<std::int32_t>& h, std::int64_t n) {
+  const std::int64_t at = std::int64_t(h.size());
+  h.resize(std::size_t(at + n), -1);
+  return at;
+}
+
 }  // namespace
 
 Tgn::Tgn(const EventStream& events, const TgnConfig& config)
@@ -223,84 +230,25 @@ void Tgn::index_batch(Backend& be, bool train) {
   const std::vector<NodeId>& pending = messages_.pending;
   const std::int64_t np = shape_.pending, Q = shape_.queries, B = shape_.size,
                      pairs = (1 + shape_.negatives) * B;
-  const int k = shape_.neighbors;
   std::vector<std::int32_t>& h = index_.host();
   h.clear();
-  auto take = [&](std::int64_t n) {
-    const std::int64_t at = std::int64_t(h.size());
-    h.resize(std::size_t(at + n), -1);
-    return at;
-  };
-  ix_.pending = take(np);
-  ix_.msg_first = take(np);
-  ix_.msg_count = take(np);
+  ix_.pending = take_slots(h, np);
+  ix_.msg_first = take_slots(h, np);
+  ix_.msg_count = take_slots(h, np);
   for (std::int64_t p = 0; p < np; ++p) {
     h[std::size_t(ix_.pending + p)] = pending[std::size_t(p)];
     h[std::size_t(ix_.msg_first + p)] = std::int32_t(message_begin_[std::size_t(p)]);
     h[std::size_t(ix_.msg_count + p)] =
         std::int32_t(message_begin_[std::size_t(p + 1)] - message_begin_[std::size_t(p)]);
   }
-  // A node's memory as this batch sees it: updated when it was pending, stored otherwise; so
-  // each row list is two, one per source, -1 where the other source holds the row.
-  auto split = [&](const NodeId* nodes, std::int64_t n, std::int64_t stored, std::int64_t updated) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int32_t p = pending_row_[std::size_t(nodes[i])];
-      h[std::size_t((p >= 0 ? updated : stored) + i)] = p >= 0 ? p : nodes[i];
-    }
-  };
-  ix_.query_nodes = take(Q);
+  ix_.query_nodes = take_slots(h, Q);
   std::copy_n(query_nodes_.data(), Q, h.data() + ix_.query_nodes);
-  ix_.q_stored = take(Q);
-  ix_.q_updated = take(Q);
-  split(query_nodes_.data(), Q, ix_.q_stored, ix_.q_updated);
-  std::int64_t nu = 0;
-  if (config_.embedding == TgnEmbedding::kAttention) {
-    // The distinct neighbours in order of first appearance; slot -> their row.
-    slot_neighbor_.assign(static_cast<std::size_t>(Q * k), -1);
-    distinct_neighbors_.clear();
-    ix_.slot_event = take(Q * k);
-    for (std::int64_t i = 0; i < Q; ++i)
-      for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
-        const std::size_t r = std::size_t(i * k + j);
-        const NodeId v = neighbors_.node[r];
-        if (neighbor_row_[std::size_t(v)] < 0) {
-          neighbor_row_[std::size_t(v)] = std::int32_t(distinct_neighbors_.size());
-          distinct_neighbors_.push_back(v);
-        }
-        slot_neighbor_[r] = neighbor_row_[std::size_t(v)];
-        h[std::size_t(ix_.slot_event) + r] = std::int32_t(neighbors_.event[r]);
-      }
-    nu = std::int64_t(distinct_neighbors_.size());
-    for (NodeId v : distinct_neighbors_) neighbor_row_[std::size_t(v)] = -1;
-    ix_.nb_nodes = take(nu);
-    std::copy_n(distinct_neighbors_.data(), nu, h.data() + ix_.nb_nodes);
-    ix_.nb_stored = take(nu);
-    ix_.nb_updated = take(nu);
-    split(distinct_neighbors_.data(), nu, ix_.nb_stored, ix_.nb_updated);
-    if (train) {
-      // The memory gradients in the order the host loop added them: each query's two (through
-      // its query row, then its merger input), query by query, then each distinct neighbour's.
-      // One scatter of rows gathered in that order adds them in that order: the same float sums.
-      const std::int64_t ng = 2 * Q + nu;
-      ix_.g_q = take(ng);
-      ix_.g_m = take(ng);
-      ix_.g_n = take(ng);
-      ix_.g_dst = take(ng);
-      for (std::int64_t i = 0; i < Q; ++i) {
-        h[std::size_t(ix_.g_q + 2 * i)] = std::int32_t(i);
-        h[std::size_t(ix_.g_m + 2 * i + 1)] = std::int32_t(i);
-        const std::int32_t p = h[std::size_t(ix_.q_updated + i)];
-        h[std::size_t(ix_.g_dst + 2 * i)] = p;
-        h[std::size_t(ix_.g_dst + 2 * i + 1)] = p;
-      }
-      for (std::int64_t u = 0; u < nu; ++u) {
-        h[std::size_t(ix_.g_n + 2 * Q + u)] = std::int32_t(u);
-        h[std::size_t(ix_.g_dst + 2 * Q + u)] = h[std::size_t(ix_.nb_updated + u)];
-      }
-    }
-  }
+  ix_.q_stored = take_slots(h, Q);
+  ix_.q_updated = take_slots(h, Q);
+  route_memory_rows(h, query_nodes_.data(), Q, ix_.q_stored, ix_.q_updated);
+  if (config_.embedding == TgnEmbedding::kAttention) index_neighbors(h, train);
   // Pair row (1 + j) B + i reads the source i on its left; its right is embedding row B + row.
-  ix_.pair_left = take(pairs);
+  ix_.pair_left = take_slots(h, pairs);
   for (std::int64_t r = 0; r < pairs; ++r) h[std::size_t(ix_.pair_left + r)] = std::int32_t(r % B);
   if (host_tables_) {
     stage_rows(h);
@@ -311,6 +259,65 @@ void Tgn::index_batch(Backend& be, bool train) {
     message_edge_ = messages_.edge.view();
   }
   index_at_ = index_.place(be.device());
+}
+
+// A node's memory as this batch sees it: updated when it was pending, stored otherwise; so each
+// row list is two, one per source, -1 where the other source holds the row.
+void Tgn::route_memory_rows(std::vector<std::int32_t>& h, const NodeId* nodes, std::int64_t n,
+                            std::int64_t stored, std::int64_t updated) const {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t p = pending_row_[std::size_t(nodes[i])];
+    h[std::size_t((p >= 0 ? updated : stored) + i)] = p >= 0 ? p : nodes[i];
+  }
+}
+
+// The attention's part of the index pack: each slot's event and distinct-neighbour row (the
+// distinct neighbours in order of first appearance), their memory rows and, when training, the
+// routing of the memory gradients.
+void Tgn::index_neighbors(std::vector<std::int32_t>& h, bool train) {
+  const std::int64_t Q = shape_.queries;
+  const int k = shape_.neighbors;
+  slot_neighbor_.assign(static_cast<std::size_t>(Q * k), -1);
+  distinct_neighbors_.clear();
+  ix_.slot_event = take_slots(h, Q * k);
+  for (std::int64_t i = 0; i < Q; ++i)
+    for (int j = 0; j < neighbors_.count[std::size_t(i)]; ++j) {
+      const std::size_t r = std::size_t(i * k + j);
+      const NodeId v = neighbors_.node[r];
+      if (neighbor_row_[std::size_t(v)] < 0) {
+        neighbor_row_[std::size_t(v)] = std::int32_t(distinct_neighbors_.size());
+        distinct_neighbors_.push_back(v);
+      }
+      slot_neighbor_[r] = neighbor_row_[std::size_t(v)];
+      h[std::size_t(ix_.slot_event) + r] = std::int32_t(neighbors_.event[r]);
+    }
+  const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
+  for (NodeId v : distinct_neighbors_) neighbor_row_[std::size_t(v)] = -1;
+  ix_.nb_nodes = take_slots(h, nu);
+  std::copy_n(distinct_neighbors_.data(), nu, h.data() + ix_.nb_nodes);
+  ix_.nb_stored = take_slots(h, nu);
+  ix_.nb_updated = take_slots(h, nu);
+  route_memory_rows(h, distinct_neighbors_.data(), nu, ix_.nb_stored, ix_.nb_updated);
+  if (!train) return;
+  // The memory gradients in the order the host loop added them: each query's two (through its
+  // query row, then its merger input), query by query, then each distinct neighbour's. One
+  // scatter of rows gathered in that order adds them in that order: the same float sums.
+  const std::int64_t ng = 2 * Q + nu;
+  ix_.g_q = take_slots(h, ng);
+  ix_.g_m = take_slots(h, ng);
+  ix_.g_n = take_slots(h, ng);
+  ix_.g_dst = take_slots(h, ng);
+  for (std::int64_t i = 0; i < Q; ++i) {
+    h[std::size_t(ix_.g_q + 2 * i)] = std::int32_t(i);
+    h[std::size_t(ix_.g_m + 2 * i + 1)] = std::int32_t(i);
+    const std::int32_t p = h[std::size_t(ix_.q_updated + i)];
+    h[std::size_t(ix_.g_dst + 2 * i)] = p;
+    h[std::size_t(ix_.g_dst + 2 * i + 1)] = p;
+  }
+  for (std::int64_t u = 0; u < nu; ++u) {
+    h[std::size_t(ix_.g_n + 2 * Q + u)] = std::int32_t(u);
+    h[std::size_t(ix_.g_dst + 2 * Q + u)] = h[std::size_t(ix_.nb_updated + u)];
+  }
 }
 
 // Step 1: the pending nodes' memory through the GRU, from their aggregated messages: [self ‖

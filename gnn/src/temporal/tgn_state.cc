@@ -171,18 +171,13 @@ void Tgn::commit(const std::vector<std::int64_t>& ids) {
   store_messages(be, ids, updated);
 }
 
-// Both endpoints of each event in ids (in order) receive its message, built from the memory as
-// commit() left it. Every stored message was spent by commit, so a node's first message of the
-// batch starts its sums. The host keeps the bookkeeping; the tables are written by row ops from
-// the receivers' rows, grouped by receiver (arrival order), their messages in event order:
-// "mean" sums the senders' memory and the features left to right as the host loop did, "last"
-// keeps the latest one.
-void Tgn::store_messages(Backend& be, const std::vector<std::int64_t>& ids,
-                         const MatrixView& updated) {
+// store_messages' bookkeeping: each endpoint of each event in ids (in order) receives the
+// event's message (count, time, flag), new receivers join the pending list in arrival order
+// (pending_row_ their place in it) and, for "last", each receiver's latest sender and event.
+void Tgn::record_receivers(const std::vector<std::int64_t>& ids, std::vector<std::int32_t>& senders,
+                           std::vector<std::int32_t>& events_of) {
   MessageStore& ms = messages_;
-  const std::int64_t dm = memory_dim_, de = edge_dim_, np = shape_.pending;
-  std::vector<NodeId>& pending = ms.pending;     // pending_row_ is all -1 here: scratch for groups
-  std::vector<std::int32_t> senders, events_of;  // "last": per receiver; "mean": per message
+  std::vector<NodeId>& pending = ms.pending;
   for (std::int64_t e : ids)
     for (int side = 0; side < 2; ++side) {
       const NodeId a = side ? events_.dst[e] : events_.src[e],
@@ -202,6 +197,21 @@ void Tgn::store_messages(Backend& be, const std::vector<std::int64_t>& ids,
         events_of[std::size_t(pending_row_[std::size_t(a)])] = std::int32_t(e);
       }
     }
+}
+
+// Both endpoints of each event in ids (in order) receive its message, built from the memory as
+// commit() left it. Every stored message was spent by commit, so a node's first message of the
+// batch starts its sums. The host keeps the bookkeeping; the tables are written by row ops from
+// the receivers' rows, grouped by receiver (arrival order), their messages in event order:
+// "mean" sums the senders' memory and the features left to right as the host loop did, "last"
+// keeps the latest one.
+void Tgn::store_messages(Backend& be, const std::vector<std::int64_t>& ids,
+                         const MatrixView& updated) {
+  MessageStore& ms = messages_;
+  const std::int64_t dm = memory_dim_, de = edge_dim_, np = shape_.pending;
+  std::vector<NodeId>& pending = ms.pending;     // pending_row_ is all -1 here: scratch for groups
+  std::vector<std::int32_t> senders, events_of;  // "last": per receiver; "mean": per message
+  record_receivers(ids, senders, events_of);
   const std::int64_t na = std::int64_t(pending.size());
   std::vector<std::int32_t>& h = commit_index_.host();  // [old pending | receivers | ...]
   const std::int64_t nodes_at = std::int64_t(h.size());

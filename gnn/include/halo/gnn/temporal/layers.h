@@ -154,6 +154,8 @@ class TemporalAttention {
 
  private:
   // Puts the saved activations and scratch in d's memory (emptied when they are elsewhere).
+  // The compact slot rows of a batch of B queries (k_ slots each) and their upload.
+  void index_slots(Backend& be, const std::int32_t* node, std::int64_t B);
   void place(Device d);
   // The attention core's operands from what forward saved.
   TgatView core_view();

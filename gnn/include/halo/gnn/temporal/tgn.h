@@ -129,6 +129,9 @@ class Tgn {
   void sample_neighbors(RecentSampler& sampler, const std::vector<std::int64_t>& ids);
   void encode_time_gaps(Backend& be, const std::vector<std::int64_t>& ids);
   void index_batch(Backend& be, bool train);
+  void route_memory_rows(std::vector<std::int32_t>& h, const NodeId* nodes, std::int64_t n,
+                         std::int64_t stored, std::int64_t updated) const;
+  void index_neighbors(std::vector<std::int32_t>& h, bool train);
   void stage_rows(std::vector<std::int32_t>& h);
   void update_memory(Backend& be);
   void embed_by_attention(Backend& be);
@@ -140,6 +143,8 @@ class Tgn {
   void backward_projection(Backend& be);
   void backward_memory_update(Backend& be);
   void store_messages(Backend& be, const std::vector<std::int64_t>& ids, const MatrixView& updated);
+  void record_receivers(const std::vector<std::int64_t>& ids, std::vector<std::int32_t>& senders,
+                        std::vector<std::int32_t>& events_of);
   double event_time(const std::vector<std::int64_t>& ids, std::int64_t query) const;
   const std::int32_t* at(std::int64_t offset) const { return index_at_ + offset; }
   MatrixView efeat();
