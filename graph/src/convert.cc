@@ -216,6 +216,132 @@ std::int64_t npz_count(const NpzReader& npz, const fs::path& path, const char* k
   return v[0];
 }
 
+// Reads the node count and the edge list, from data.npz (kept open in *npz for the features)
+// or from the CSV files; separate because the two layouts differ only here and below.
+EdgeList read_ogb_graph(const OgbPaths& p, std::unique_ptr<NpzReader>& npz, std::int64_t* n_out,
+                        std::uint64_t* text_bytes) {
+  std::int64_t n = 0;
+  EdgeList edges;
+  if (p.binary) {
+    const fs::path data = p.raw / "data.npz";
+    npz = std::make_unique<NpzReader>(data);
+    n = npz_count(*npz, data, "num_nodes_list");
+    if (n > kMaxNodes) throw_input(data, 0, "more nodes than halo's int32 node ids allow");
+    edges = read_npz_edges(*npz, data, n);
+  } else {
+    n = read_count_file(require(p.raw / "num-node-list.csv.gz", "OGB raw layout"));
+    if (n > kMaxNodes)
+      throw_input(p.raw / "num-node-list.csv.gz", 0, "more nodes than int32 ids allow");
+    const std::int64_t e =
+        read_count_file(require(p.raw / "num-edge-list.csv.gz", "OGB raw layout"));
+    const fs::path ef = require(p.raw / "edge.csv.gz", "OGB raw layout");
+    edges = read_ogb_edges(ef, n, e, text_bytes);
+  }
+  *n_out = n;
+  return edges;
+}
+
+// Reads node_label of node-label.npz at lp (NaN: unlabelled, -1) and sets *label_cols; separate
+// because the binary layout's labels need their own shape and value checks.
+std::vector<std::int32_t> read_npz_labels(const fs::path& lp, std::int64_t n,
+                                          std::int64_t* label_cols) {
+  std::vector<std::int32_t> labels;
+  NpzReader lab(lp);
+  const NpyArrayInfo info = lab.info("node_label");
+  if (info.shape.empty() || info.shape.size() > 2 || std::int64_t(info.shape[0]) != n)
+    throw_input(lp, 0,
+                "node_label: expected shape (" + std::to_string(n) + ",) or (" + std::to_string(n) +
+                    ", T), found " + std::to_string(info.shape.size()) + " dimensions");
+  *label_cols = info.shape.size() > 1 ? std::int64_t(info.shape[1]) : 1;
+  labels.reserve(std::size_t(n * *label_cols));
+  stream_as<double>(lab, "node_label",
+                    [&](const double* v, std::size_t count, std::uint64_t first) {
+                      for (std::size_t i = 0; i < count; ++i) {
+                        if (std::isnan(v[i])) {
+                          labels.push_back(-1);
+                        } else if (v[i] < 0 || v[i] >= INT32_MAX || v[i] != std::floor(v[i])) {
+                          throw_input(lp, 0,
+                                      "node_label[" + std::to_string(first + i) +
+                                          "]: expected a non-negative integer below " +
+                                          std::to_string(INT32_MAX) + " or NaN");
+                        } else {
+                          labels.push_back(std::int32_t(v[i]));
+                        }
+                      }
+                    });
+  return labels;
+}
+
+// Reads the labels of either layout into d, checks them and writes them (permuted by order when
+// reordering); separate because labels are optional and have their own checks.
+void convert_ogb_labels(const OgbPaths& p, std::int64_t n, const std::vector<NodeId>& order,
+                        GraphDataset& d, DatasetWriter& w, std::uint64_t* text_bytes) {
+  std::vector<std::int32_t> labels;
+  const fs::path label_file =
+      p.raw /
+      (p.binary && present(p.raw / "node-label.npz") ? "node-label.npz" : "node-label.csv.gz");
+  if (p.binary && present(p.raw / "node-label.npz")) {
+    labels = read_npz_labels(label_file, n, &d.label_cols);
+  } else if (present(p.raw / "node-label.csv.gz")) {
+    labels = read_ogb_labels(p.raw / "node-label.csv.gz", n, &d.label_cols, text_bytes);
+  }
+  if (d.label_cols > 0) {
+    d.label_kind = d.label_cols > 1 ? LabelKind::kMultilabel : LabelKind::kMulticlass;
+    std::int32_t mx = -1;
+    for (std::int32_t v : labels) mx = std::max(mx, v);
+    d.num_classes = d.label_kind == LabelKind::kMultilabel ? 2 : std::int64_t(mx) + 1;
+    d.labels = Array<std::int32_t>(std::move(labels));
+    // What a reader checks, checked before anything is committed (multilabel: 0, 1 or -1).
+    check_labels(label_file, d.labels, d.label_kind, d.label_cols, d.num_classes);
+    if (!order.empty()) d.labels = permute_rows(d.labels, std::size_t(d.label_cols), order);
+    w.put("labels", d.labels, std::uint64_t(d.label_cols));
+  }
+}
+
+// Reads every split under split/ (train, valid and test node ids, renumbered by inv when
+// reordering) into d and writes them; separate because splits are optional and many.
+void convert_ogb_splits(const OgbPaths& p, std::int64_t n, const std::vector<NodeId>& inv,
+                        GraphDataset& d, DatasetWriter& w, std::uint64_t* text_bytes) {
+  const fs::path split_root = p.root / "split";
+  if (!is_dir(split_root)) return;
+  std::vector<fs::path> names;
+  for (const auto& entry : fs::directory_iterator(split_root))
+    if (is_dir(entry.path())) names.push_back(entry.path());
+  std::sort(names.begin(), names.end());
+  std::vector<std::uint8_t> owner;  // per node: 0, or 1/2/3 for train/valid/test of this split
+  for (const auto& dir : names) {
+    Split s;
+    s.name = dir.filename().string();
+    // A split's name is what --split takes and what every report shows: text only.
+    if (!is_printable(s.name))
+      throw InputError(printable(dir.string()) +
+                       ": a split name with control bytes (expected printable text)");
+    owner.assign(std::size_t(n), 0);
+    std::vector<std::string> files;  // the set files read so far, named in overlap errors
+    auto load = [&](const char* part) {
+      fs::path f = dir / (std::string(part) + ".csv.gz");
+      if (!present(f) && present(dir / (std::string(part) + ".csv")))
+        f = dir / (std::string(part) + ".csv");
+      require(f, std::string("split '") + s.name + "' needs train, valid and test");
+      files.push_back(f.filename().string());
+      std::vector<NodeId> ids =
+          read_index_file(f, n, owner, std::uint8_t(files.size()), files, text_bytes);
+      if (!inv.empty()) {
+        for (auto& v : ids) v = inv[std::size_t(v)];
+        std::sort(ids.begin(), ids.end());
+      }
+      return Array<NodeId>(std::move(ids));
+    };
+    s.train = load("train");
+    s.valid = load("valid");
+    s.test = load("test");
+    w.put("split." + s.name + ".train", s.train);
+    w.put("split." + s.name + ".valid", s.valid);
+    w.put("split." + s.name + ".test", s.test);
+    d.splits.push_back(std::move(s));
+  }
+}
+
 ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
                           const ConvertOptions& opt) {
   ConvertReport rep;
@@ -231,22 +357,7 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
 
   std::int64_t n = 0;
   std::unique_ptr<NpzReader> npz;
-  EdgeList edges;
-  if (p.binary) {
-    const fs::path data = p.raw / "data.npz";
-    npz = std::make_unique<NpzReader>(data);
-    n = npz_count(*npz, data, "num_nodes_list");
-    if (n > kMaxNodes) throw_input(data, 0, "more nodes than halo's int32 node ids allow");
-    edges = read_npz_edges(*npz, data, n);
-  } else {
-    n = read_count_file(require(p.raw / "num-node-list.csv.gz", "OGB raw layout"));
-    if (n > kMaxNodes)
-      throw_input(p.raw / "num-node-list.csv.gz", 0, "more nodes than int32 ids allow");
-    const std::int64_t e =
-        read_count_file(require(p.raw / "num-edge-list.csv.gz", "OGB raw layout"));
-    const fs::path ef = require(p.raw / "edge.csv.gz", "OGB raw layout");
-    edges = read_ogb_edges(ef, n, e, &rep.text_bytes);
-  }
+  EdgeList edges = read_ogb_graph(p, npz, &n, &rep.text_bytes);
   d.graph = build_csr(std::move(edges), {.symmetrize = !opt.directed});
 
   std::vector<NodeId> order, inv;
@@ -270,90 +381,8 @@ ConvertReport convert_ogb(const fs::path& input, const fs::path& output,
     d.num_features = stream_text_features(p.raw / "node-feat.csv.gz", n, w, inv, &rep.text_bytes);
   }
 
-  std::vector<std::int32_t> labels;
-  const fs::path label_file =
-      p.raw /
-      (p.binary && present(p.raw / "node-label.npz") ? "node-label.npz" : "node-label.csv.gz");
-  if (p.binary && present(p.raw / "node-label.npz")) {
-    const fs::path lp = label_file;
-    NpzReader lab(lp);
-    const NpyArrayInfo info = lab.info("node_label");
-    if (info.shape.empty() || info.shape.size() > 2 || std::int64_t(info.shape[0]) != n)
-      throw_input(lp, 0,
-                  "node_label: expected shape (" + std::to_string(n) + ",) or (" +
-                      std::to_string(n) + ", T), found " + std::to_string(info.shape.size()) +
-                      " dimensions");
-    d.label_cols = info.shape.size() > 1 ? std::int64_t(info.shape[1]) : 1;
-    labels.reserve(std::size_t(n * d.label_cols));
-    stream_as<double>(lab, "node_label",
-                      [&](const double* v, std::size_t count, std::uint64_t first) {
-                        for (std::size_t i = 0; i < count; ++i) {
-                          if (std::isnan(v[i])) {
-                            labels.push_back(-1);
-                          } else if (v[i] < 0 || v[i] >= INT32_MAX || v[i] != std::floor(v[i])) {
-                            throw_input(lp, 0,
-                                        "node_label[" + std::to_string(first + i) +
-                                            "]: expected a non-negative integer below " +
-                                            std::to_string(INT32_MAX) + " or NaN");
-                          } else {
-                            labels.push_back(std::int32_t(v[i]));
-                          }
-                        }
-                      });
-  } else if (present(p.raw / "node-label.csv.gz")) {
-    labels = read_ogb_labels(p.raw / "node-label.csv.gz", n, &d.label_cols, &rep.text_bytes);
-  }
-  if (d.label_cols > 0) {
-    d.label_kind = d.label_cols > 1 ? LabelKind::kMultilabel : LabelKind::kMulticlass;
-    std::int32_t mx = -1;
-    for (std::int32_t v : labels) mx = std::max(mx, v);
-    d.num_classes = d.label_kind == LabelKind::kMultilabel ? 2 : std::int64_t(mx) + 1;
-    d.labels = Array<std::int32_t>(std::move(labels));
-    // What a reader checks, checked before anything is committed (multilabel: 0, 1 or -1).
-    check_labels(label_file, d.labels, d.label_kind, d.label_cols, d.num_classes);
-    if (!order.empty()) d.labels = permute_rows(d.labels, std::size_t(d.label_cols), order);
-    w.put("labels", d.labels, std::uint64_t(d.label_cols));
-  }
-
-  const fs::path split_root = p.root / "split";
-  if (is_dir(split_root)) {
-    std::vector<fs::path> names;
-    for (const auto& entry : fs::directory_iterator(split_root))
-      if (is_dir(entry.path())) names.push_back(entry.path());
-    std::sort(names.begin(), names.end());
-    std::vector<std::uint8_t> owner;  // per node: 0, or 1/2/3 for train/valid/test of this split
-    for (const auto& dir : names) {
-      Split s;
-      s.name = dir.filename().string();
-      // A split's name is what --split takes and what every report shows: text only.
-      if (!is_printable(s.name))
-        throw InputError(printable(dir.string()) +
-                         ": a split name with control bytes (expected printable text)");
-      owner.assign(std::size_t(n), 0);
-      std::vector<std::string> files;  // the set files read so far, named in overlap errors
-      auto load = [&](const char* part) {
-        fs::path f = dir / (std::string(part) + ".csv.gz");
-        if (!present(f) && present(dir / (std::string(part) + ".csv")))
-          f = dir / (std::string(part) + ".csv");
-        require(f, std::string("split '") + s.name + "' needs train, valid and test");
-        files.push_back(f.filename().string());
-        std::vector<NodeId> ids =
-            read_index_file(f, n, owner, std::uint8_t(files.size()), files, &rep.text_bytes);
-        if (!inv.empty()) {
-          for (auto& v : ids) v = inv[std::size_t(v)];
-          std::sort(ids.begin(), ids.end());
-        }
-        return Array<NodeId>(std::move(ids));
-      };
-      s.train = load("train");
-      s.valid = load("valid");
-      s.test = load("test");
-      w.put("split." + s.name + ".train", s.train);
-      w.put("split." + s.name + ".valid", s.valid);
-      w.put("split." + s.name + ".test", s.test);
-      d.splits.push_back(std::move(s));
-    }
-  }
+  convert_ogb_labels(p, n, order, d, w, &rep.text_bytes);
+  convert_ogb_splits(p, n, inv, d, w, &rep.text_bytes);
   if (!d.original_ids.empty()) w.put("original_ids", d.original_ids);
 
   json meta = graph_meta(d);

@@ -205,7 +205,12 @@ Descr parse_descr(const std::string& d) {
   return r;
 }
 
-ParsedHeader read_header(EntryReader& rd) {
+namespace {
+
+// Reads the magic, version and header length and returns the header text (trailing padding
+// dropped), setting *prefix_out to the bytes before it and *hlen_out to its length; separate
+// because it is the only part that reads raw bytes.
+std::string read_header_text(EntryReader& rd, std::uint64_t* prefix_out, std::uint64_t* hlen_out) {
   const Archive& a = rd.archive();
   const Entry& e = rd.entry();
   unsigned char pre[12];
@@ -231,7 +236,15 @@ ParsedHeader read_header(EntryReader& rd) {
   if (rd.read(reinterpret_cast<std::byte*>(text.data()), text.size()) != text.size())
     a.fail(e, "truncated .npy header");
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  *prefix_out = prefix;
+  *hlen_out = hlen;
+  return text;
+}
 
+// Fills info's descr, fortran_order and shape from the header's dict literal; separate because
+// it checks the dict's keys and types, not the bytes around it.
+void parse_header_dict(const Archive& a, const Entry& e, const std::string& text,
+                       NpyArrayInfo& info) {
   PyValue dict;
   try {
     dict = PyParser(text).parse();
@@ -239,9 +252,6 @@ ParsedHeader read_header(EntryReader& rd) {
   } catch (const std::runtime_error& ex) {
     a.fail(e, std::string("bad .npy header (") + ex.what() + "): " + text.substr(0, 200));
   }
-  ParsedHeader h;
-  NpyArrayInfo& info = h.info;
-  info.name = e.name.substr(0, e.name.size() - 4);
   bool have_descr = false, have_order = false, have_shape = false;
   for (std::size_t k = 0; k < dict.keys.size(); ++k) {
     const PyValue& v = dict.items[k];
@@ -268,6 +278,19 @@ ParsedHeader read_header(EntryReader& rd) {
   }
   if (!have_descr || !have_order || !have_shape)
     a.fail(e, "bad .npy header: needs descr, fortran_order and shape: " + text.substr(0, 200));
+}
+
+}  // namespace
+
+ParsedHeader read_header(EntryReader& rd) {
+  const Archive& a = rd.archive();
+  const Entry& e = rd.entry();
+  std::uint64_t prefix = 0, hlen = 0;
+  const std::string text = read_header_text(rd, &prefix, &hlen);
+  ParsedHeader h;
+  NpyArrayInfo& info = h.info;
+  info.name = e.name.substr(0, e.name.size() - 4);
+  parse_header_dict(a, e, text, info);
   const Descr d = parse_descr(info.descr);
   if (!d.ok) a.fail(e, "unknown dtype descr '" + info.descr + "'");
   info.item_size = d.item_size;

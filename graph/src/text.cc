@@ -116,6 +116,77 @@ struct LineReader::Impl {
     return s;
   }
 
+  // Appends the next run of text (inflated when gz, through zs with input buffer in) to out;
+  // false at end of input. Separate from produce: it is the only code that reads the file.
+  bool fill(std::string& out, std::vector<char>& in, z_stream& zs, bool& z_end) {
+    if (!gz) {
+      const std::size_t old = out.size();
+      out.resize(old + kReadBytes);
+      const std::size_t n = read_some(out.data() + old, kReadBytes);
+      out.resize(old + n);
+      return n > 0;
+    }
+    if (zs.avail_in == 0) {
+      const std::size_t n = read_some(in.data(), in.size());
+      if (n == 0) {
+        if (!z_end)
+          throw InputError(path.string() + ": truncated gzip stream: file ends after " +
+                           std::to_string(read.load()) + " bytes without the gzip trailer");
+        return false;
+      }
+      zs.next_in = reinterpret_cast<Bytef*>(in.data());
+      zs.avail_in = uInt(n);
+    }
+    if (z_end) {  // another gzip member follows the previous one
+      if (inflateReset(&zs) != Z_OK) throw InputError(path.string() + ": zlib reset failed");
+      z_end = false;
+    }
+    const std::size_t old = out.size();
+    const std::size_t room = kReadBytes * 4;
+    out.resize(old + room);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    zs.avail_out = uInt(room);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    out.resize(old + room - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      z_end = true;
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      const std::uint64_t at = read.load() - zs.avail_in;
+      throw InputError(path.string() + ": corrupt gzip data near compressed byte " +
+                       std::to_string(at) + ": " + (zs.msg ? zs.msg : "inflate error"));
+    }
+    return true;
+  }
+
+  // Refuses a NUL byte or an over-long line in out[old..] (line: number of out's first line)
+  // and moves last_nl to the last newline there; separate from produce to keep the block loop
+  // short.
+  void check_appended(const std::string& out, std::size_t old, std::int64_t line,
+                      std::size_t& last_nl) const {
+    const char* base = out.data();
+    // A search for a zero byte in raw input, not a C string (strchr would stop at it).
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
+    if (const void* z = std::memchr(base + old, '\0', out.size() - old)) {
+      const std::size_t at = std::size_t(static_cast<const char*>(z) - base);
+      const std::size_t from = out.rfind('\n', at);
+      const std::size_t col = from == std::string::npos ? at + 1 : at - from;
+      throw_input(path, line + std::count(out.begin(), out.begin() + std::ptrdiff_t(at), '\n'),
+                  "binary data: byte 0x00 in column " + std::to_string(col) + ", expected text" +
+                      (gz ? "" : " (a compressed file not named .gz?)"));
+    }
+    // Only the new bytes are searched: a long line must cost linear time, not quadratic.
+    if (const void* nl = ::memrchr(base + old, '\n', out.size() - old))
+      last_nl = std::size_t(static_cast<const char*>(nl) - base);
+    const std::size_t open_line =
+        last_nl == std::string::npos ? out.size() : out.size() - last_nl - 1;
+    if (open_line > max_line)
+      throw_input(
+          path,
+          line + (last_nl == std::string::npos ? 0 : std::count(out.begin(), out.end(), '\n')),
+          "line longer than " + std::to_string(max_line >> 20) +
+              " MiB, the longest halo reads: expected text with newlines");
+  }
+
   void produce() {
     std::vector<char> in(kReadBytes);
     z_stream zs{};
@@ -134,47 +205,6 @@ struct LineReader::Impl {
       }
     } guard{&zs, &z_open};
 
-    // Appends the next run of text to out; false at end of input.
-    auto fill = [&](std::string& out) -> bool {
-      if (!gz) {
-        const std::size_t old = out.size();
-        out.resize(old + kReadBytes);
-        const std::size_t n = read_some(out.data() + old, kReadBytes);
-        out.resize(old + n);
-        return n > 0;
-      }
-      if (zs.avail_in == 0) {
-        const std::size_t n = read_some(in.data(), in.size());
-        if (n == 0) {
-          if (!z_end)
-            throw InputError(path.string() + ": truncated gzip stream: file ends after " +
-                             std::to_string(read.load()) + " bytes without the gzip trailer");
-          return false;
-        }
-        zs.next_in = reinterpret_cast<Bytef*>(in.data());
-        zs.avail_in = uInt(n);
-      }
-      if (z_end) {  // another gzip member follows the previous one
-        if (inflateReset(&zs) != Z_OK) throw InputError(path.string() + ": zlib reset failed");
-        z_end = false;
-      }
-      const std::size_t old = out.size();
-      const std::size_t room = kReadBytes * 4;
-      out.resize(old + room);
-      zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
-      zs.avail_out = uInt(room);
-      const int rc = inflate(&zs, Z_NO_FLUSH);
-      out.resize(old + room - zs.avail_out);
-      if (rc == Z_STREAM_END) {
-        z_end = true;
-      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        const std::uint64_t at = read.load() - zs.avail_in;
-        throw InputError(path.string() + ": corrupt gzip data near compressed byte " +
-                         std::to_string(at) + ": " + (zs.msg ? zs.msg : "inflate error"));
-      }
-      return true;
-    };
-
     // A block is whole lines: it grows until it holds kBlockBytes and a newline, however long
     // the line that straddles the previous cut is (a METIS hub's adjacency line runs to
     // megabytes), up to max_line bytes in one line. Text never holds a NUL byte; refusing it
@@ -190,29 +220,8 @@ struct LineReader::Impl {
       while (!eof && (out.size() < kBlockBytes || last_nl == std::string::npos)) {
         if (stopping()) return;
         const std::size_t old = out.size();
-        eof = !fill(out);
-        const char* base = out.data();
-        // A search for a zero byte in raw input, not a C string (strchr would stop at it).
-        // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
-        if (const void* z = std::memchr(base + old, '\0', out.size() - old)) {
-          const std::size_t at = std::size_t(static_cast<const char*>(z) - base);
-          const std::size_t from = out.rfind('\n', at);
-          const std::size_t col = from == std::string::npos ? at + 1 : at - from;
-          throw_input(path, line + std::count(out.begin(), out.begin() + std::ptrdiff_t(at), '\n'),
-                      "binary data: byte 0x00 in column " + std::to_string(col) +
-                          ", expected text" + (gz ? "" : " (a compressed file not named .gz?)"));
-        }
-        // Only the new bytes are searched: a long line must cost linear time, not quadratic.
-        if (const void* nl = ::memrchr(base + old, '\n', out.size() - old))
-          last_nl = std::size_t(static_cast<const char*>(nl) - base);
-        const std::size_t open_line =
-            last_nl == std::string::npos ? out.size() : out.size() - last_nl - 1;
-        if (open_line > max_line)
-          throw_input(
-              path,
-              line + (last_nl == std::string::npos ? 0 : std::count(out.begin(), out.end(), '\n')),
-              "line longer than " + std::to_string(max_line >> 20) +
-                  " MiB, the longest halo reads: expected text with newlines");
+        eof = !fill(out, in, zs, z_end);
+        check_appended(out, old, line, last_nl);
       }
       if (!eof) {  // keep the partial last line for the next block
         carry.assign(out, last_nl + 1, std::string::npos);
