@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -66,7 +67,9 @@ int local_rank(const std::vector<std::string>& hosts, int rank) {
 // One GPU per rank on a machine, and NCCL when every rank can use it (then NCCL moves the halo
 // rows and gradients, f32 or bf16, exact or stale, between device buffers); null otherwise
 // (ranks sharing a GPU, no NCCL: MPI with host staging of the packed payload).
-std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, std::ostream& out) {
+// Also counts the job's ranks on this rank's physical GPU into *sharing.
+std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, std::ostream& out,
+                                           int* sharing) {
   const int rank = comm.rank();
   const CudaDevices devs = cuda_devices();
   if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
@@ -79,6 +82,7 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
   use_device(local % devs.count);
   const std::vector<std::string> gpus =
       every_rank(comm, hosts[std::size_t(rank)] + "/" + device_pci_bus_id(local % devs.count));
+  *sharing = int(std::count(gpus.begin(), gpus.end(), gpus[std::size_t(rank)]));
   std::string why = nccl_unavailable_reason();
   if (why.empty() && std::set<std::string>(gpus.begin(), gpus.end()).size() < gpus.size())
     why = "ranks share a GPU";
@@ -96,23 +100,10 @@ std::unique_ptr<Communicator> place_on_gpu(Communicator& comm, bool announce, st
 
 }  // namespace
 
-int use_rank_gpu(Communicator& comm) {
-  const CudaDevices devs = cuda_devices();
-  if (devs.count == 0) throw SystemError("--device cuda: " + devs.reason);
-  const std::vector<std::string> hosts = every_rank(comm, machine_id());
-  const int gpu = local_rank(hosts, comm.rank()) % devs.count;
-  use_device(gpu);
-  int sharing = 0;
-  for (int r = 0; r < comm.size(); ++r)
-    sharing += hosts[std::size_t(r)] == hosts[std::size_t(comm.rank())] &&
-               local_rank(hosts, r) % devs.count == gpu;
-  return sharing;
-}
-
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out) {
   ExchangeComms c;
   const int ranks = comm.size();
-  if (gpu && ranks > 1) c.nccl = place_on_gpu(comm, announce, out);
+  if (gpu && ranks > 1) c.nccl = place_on_gpu(comm, announce, out, &c.gpu_sharing);
   if (const char* v = std::getenv("HALO_TEST_DIRECT_EXCHANGE");
       v && std::string(v) == "1" && !gpu && ranks > 1)
     c.direct = std::make_unique<DirectOver>(comm);

@@ -14,6 +14,7 @@ namespace halo {
 struct ExchangeComms {
   std::unique_ptr<Communicator> nccl;    // GPU ranks, one GPU each, every rank with NCCL
   std::unique_ptr<Communicator> direct;  // the HALO_TEST_DIRECT_EXCHANGE=1 test hook (CPU ranks)
+  int gpu_sharing = 1;  // the job's ranks on this rank's physical GPU (1: a CPU rank, or alone)
   // The one the halo exchange uses: NCCL, else the test hook, else comm itself.
   Communicator& exchange(Communicator& comm) const {
     return nccl ? *nccl : direct ? *direct : comm;
@@ -25,10 +26,5 @@ struct ExchangeComms {
 // carries the exchange; rank 0 tells out which path was taken when `announce`. Collective;
 // throws SystemError when gpu but no GPU is visible.
 ExchangeComms place_rank(Communicator& comm, bool gpu, bool announce, std::ostream& out);
-
-// Makes this rank's GPU the current device: its index among the ranks of its machine, modulo
-// the visible GPUs (several ranks may share one). Returns how many of the job's ranks use that
-// GPU, this one included. Collective; SystemError without a GPU.
-int use_rank_gpu(Communicator& comm);
 
 }  // namespace halo

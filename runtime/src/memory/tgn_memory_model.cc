@@ -69,11 +69,24 @@ namespace {
 constexpr double kTgnProcessBytes = 10.0 * (1 << 20);
 constexpr double kTgnMpiBytes = 9.0 * (1 << 20);  // under mpirun (as halo train measures)
 
+// A rank's events per batch, its slice (exact) or whole batches (segments, one process), and
+// the negatives per event of its widest scoring (evaluation's, unless --skip-eval).
+struct TgnRankBatch {
+  double events = 0, negatives = 1;
+};
+TgnRankBatch tgn_rank_batch(const TgnOptions& o, int ranks) {
+  const double b = double(o.batch_size);
+  return {o.parallel == TgnParallel::kSegments || ranks <= 1
+              ? b
+              : std::ceil(b / double(std::max(1, ranks))),
+          o.skip_eval ? 1 : double(std::max<std::int64_t>(1, o.eval_negatives))};
+}
+
 // Bytes of one batch's buffers (gnn/src/temporal/tgn.cc, layers.cc): forward ones for q queries
 // (the larger of a training and an evaluation batch) and pairs scored pairs, backward ones for
 // a training batch of qt queries. Each line names the members it stands for.
-double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, double events_t,
-                       double events_f, double negatives_f) {
+double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, const TgnRankBatch& rb) {
+  const double events_t = rb.events, events_f = rb.events, negatives_f = rb.negatives;
   const bool attention = o.embedding == TgnEmbedding::kAttention;
   const double m = double(o.memory_dim), t = double(o.time_dim), de = double(st.edge_dim);
   const double z = attention ? double(o.embed_dim) : m, k = attention ? double(o.neighbors) : 0;
@@ -168,13 +181,7 @@ TgnMemoryEstimate estimate_tgn_memory(const TgnStreamShape& st, const TgnOptions
   // The static memory is a parameter, but per node: value, gradient and Adam's moments.
   const double node_state = n * (4 * m + 8) + n * (8 * m + 4 * std::max(1.0, de) + 8 + 1 + 4) +
                             mean_lists + 8 * n + 16 * n * sd;
-  // A rank's events per batch: its slice (exact) or whole batches (segments, one process).
-  const double b = double(o.batch_size);
-  const double per_rank = o.parallel == TgnParallel::kSegments || ranks <= 1
-                              ? b
-                              : std::ceil(b / double(std::max(1, ranks)));
-  const double negatives_f = o.skip_eval ? 1 : double(std::max<std::int64_t>(1, o.eval_negatives));
-  const double batch = tgn_batch_bytes(st, o, per_rank, per_rank, negatives_f);
+  const double batch = tgn_batch_bytes(st, o, tgn_rank_batch(o, ranks));
   // Evaluation: the validation Scores kept while the test range is scored (per event a positive
   // and a negative score and label, again for new-node events), the test range's records (event,
   // scores, reciprocal rank) and its Scores.
@@ -215,12 +222,9 @@ TgnGpuEstimate estimate_tgn_gpu_memory(const TgnStreamShape& st, const TgnOption
   const double stream = device ? 4.0 * double(st.events) * de : 0;
   // The batch buffers: the host's estimate of them (tgn_batch_bytes), which also counts the
   // host's index bookkeeping: an upper bound by a few percent.
-  const double b = double(o.batch_size);
-  const double per_rank = o.parallel == TgnParallel::kSegments || ranks <= 1
-                              ? b
-                              : std::ceil(b / double(std::max(1, ranks)));
-  const double negatives_f = o.skip_eval ? 1 : double(std::max<std::int64_t>(1, o.eval_negatives));
-  const double batch = tgn_batch_bytes(st, o, per_rank, per_rank, negatives_f);
+  const TgnRankBatch rb = tgn_rank_batch(o, ranks);
+  const double b = double(o.batch_size), per_rank = rb.events, negatives_f = rb.negatives;
+  const double batch = tgn_batch_bytes(st, o, rb);
   // kHost: Tgn::staged_, the rows a batch reads: the pending nodes' memory and messages, the
   // stored memory of its queries and distinct neighbours (at most every node), the slots' edge
   // features.

@@ -139,7 +139,7 @@ TgnPlacement place_tgn(Device device, const TgnOptions& opt, const TgnStreamShap
     p.memory = opt.memory_on == TgnMemoryChoice::kHost ? TgnMemoryOn::kHost : TgnMemoryOn::kDevice;
     return p;
   }
-  std::int64_t sharing = comm.size() > 1 ? use_rank_gpu(comm) : 1;
+  std::int64_t sharing = p.comms.gpu_sharing;
   std::int64_t free = std::int64_t(device_memory_info().free);
   comm.allreduce(&sharing, 1, ReduceOp::kMax);
   comm.allreduce(&free, 1, ReduceOp::kMin);

@@ -70,37 +70,13 @@ double TgnReplicas::batch(Backend& be, RecentSampler& sampler, const std::vector
 }
 
 // Sums (exact mode) or averages (independent memories) every gradient and the loss across
-// ranks in one all-reduce; nothing on one rank.
+// ranks in one all-reduce of one packed buffer; nothing on one rank. The buffer is host memory
+// for MPI (device gradients staged through it), or the backend's own with device_comm_ (NCCL
+// sums GPU memory in place); either way the loss is read back before the average, and the
+// average is the same float products (the scale op, on the buffer's side).
 void TgnReplicas::reduce(Backend& be, double* loss) {
   if (!comm_ || comm_->size() == 1) return;
-  if (device_comm_) return reduce_in_place(be, loss);
-  std::int64_t n = 0;
-  for (Param* p : params()) n += p->grad.size();
-  grads_.resize(std::size_t(n + 1));
-  n = 0;
-  // The gradients may be device memory: staged through the host buffer the MPI all-reduce takes.
-  for (Param* p : params()) {
-    copy_floats(Device::kCpu, grads_.data() + n, p->grad.device(), p->grad.data(), p->grad.size());
-    n += p->grad.size();
-  }
-  grads_[std::size_t(n)] = float(*loss);
-  comm_->allreduce(grads_.data(), n + 1);
-  const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
-  n = 0;
-  for (Param* p : params()) {
-    float* g = grads_.data() + n;
-    for (std::int64_t i = 0; i < p->grad.size(); ++i) g[i] *= scale;
-    copy_floats(p->grad.device(), p->grad.data(), Device::kCpu, g, p->grad.size());
-    n += p->grad.size();
-  }
-  *loss = double(grads_[std::size_t(n)]) * double(scale);
-}
-
-// reduce() in the backend's memory: the gradients and the loss packed into one buffer there,
-// summed by device_comm_ (NCCL), the loss brought back, and for independent memories the
-// average taken by the backend: the same float products as the host path.
-void TgnReplicas::reduce_in_place(Backend& be, double* loss) {
-  const Device d = be.device();
+  const Device d = device_comm_ ? be.device() : Device::kCpu;
   std::int64_t n = 0;
   for (Param* p : params()) n += p->grad.size();
   if (packed_.device() != d) {
@@ -115,10 +91,13 @@ void TgnReplicas::reduce_in_place(Backend& be, double* loss) {
   }
   float sum = float(*loss);
   copy_floats(d, packed_.data() + n, Device::kCpu, &sum, 1);
-  device_comm_->allreduce_device(packed_.data(), n + 1);
+  if (device_comm_)
+    device_comm_->allreduce_device(packed_.data(), n + 1);
+  else
+    comm_->allreduce(packed_.data(), n + 1);
   copy_floats(Device::kCpu, &sum, d, packed_.data() + n, 1);
   const float scale = independent_ ? 1.f / float(comm_->size()) : 1.f;
-  if (independent_) be.scale(packed_.view(), scale);
+  if (independent_) (device_comm_ ? be : cpu_backend()).scale(packed_.view(), scale);
   n = 0;
   for (Param* p : params()) {
     copy_floats(p->grad.device(), p->grad.data(), d, packed_.data() + n, p->grad.size());

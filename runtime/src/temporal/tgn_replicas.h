@@ -69,16 +69,16 @@ class TgnReplicas {
 
  private:
   void reduce(Backend& be, double* loss);
-  void reduce_in_place(Backend& be, double* loss);
   void reduce_and_step(Backend& be, std::int64_t step, double* loss);
 
   Tgn model_;
   Communicator* comm_ = nullptr;
   float lr_;
   bool independent_ = false;
-  std::vector<float> grads_;  // all gradients and the loss in one buffer for the all-reduce
   Communicator* device_comm_ = nullptr;  // reduce_in_place_with's
-  Matrix packed_;  // ... its buffer: every gradient and the loss, in the backend's memory
+  // Every gradient and the loss in one buffer for the all-reduce: host memory, or the backend's
+  // with device_comm_.
+  Matrix packed_;
 };
 
 }  // namespace halo
