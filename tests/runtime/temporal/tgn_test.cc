@@ -341,6 +341,19 @@ std::vector<nlohmann::json> train_on(const fs::path& ds, TgnOptions o, DeviceCho
   return epoch_records(log);
 }
 
+// Epoch by epoch, b's loss within loss_rtol of a's (relative) and its test AP within ap_atol.
+void expect_close_epochs(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
+                         double loss_rtol, double ap_atol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    const double la = a[e]["loss"], lb = b[e]["loss"];
+    EXPECT_LT(std::abs(la - lb) / std::abs(la), loss_rtol)
+        << what << " epoch " << e + 1 << ": " << la << " vs " << lb;
+    EXPECT_NEAR(a[e]["test_ap"].get<double>(), b[e]["test_ap"].get<double>(), ap_atol)
+        << what << " epoch " << e + 1;
+  }
+}
+
 // TGN and JODIE on the GPU train the CPU's model: the same weights, negatives and batches, so
 // the per-epoch losses agree to rounding (1e-3 relative) and the test AP within 0.005 (skipped
 // without a GPU; tools/gpu-check.sh runs it).
@@ -362,13 +375,7 @@ TEST(TgnGpu, UciOnCudaMatchesCpu) {
     EXPECT_TRUE(on_gpu.to_json().contains("peak_gpu_mb")) << model;
     ASSERT_EQ(cpu.size(), 3u) << model;
     ASSERT_EQ(gpu.size(), 3u) << model;
-    for (std::size_t e = 0; e < cpu.size(); ++e) {
-      const double a = cpu[e]["loss"], b = gpu[e]["loss"];
-      EXPECT_LT(std::abs(a - b) / std::abs(a), 1e-3)
-          << model << " epoch " << e + 1 << ": cpu " << a << " gpu " << b;
-      EXPECT_NEAR(cpu[e]["test_ap"].get<double>(), gpu[e]["test_ap"].get<double>(), 5e-3)
-          << model << " epoch " << e + 1;
-    }
+    expect_close_epochs(cpu, gpu, 1e-3, 5e-3, std::string(model) + ", cpu then gpu");
     EXPECT_GT(gpu.back()["test_ap"].get<double>(), 0.6) << model;  // it learned something
     fs::remove(t / "cpu.jsonl");
     fs::remove(t / "gpu.jsonl");
@@ -398,13 +405,7 @@ TEST(TgnGpu, HostMemoryOnCudaMatchesDeviceMemory) {
     EXPECT_EQ(on_host.memory_on, "host") << model;
     ASSERT_EQ(dev.size(), 2u) << model;
     ASSERT_EQ(host.size(), 2u) << model;
-    for (std::size_t e = 0; e < dev.size(); ++e) {
-      const double a = dev[e]["loss"], b = host[e]["loss"];
-      EXPECT_LT(std::abs(a - b) / std::abs(a), 1e-5)
-          << model << " epoch " << e + 1 << ": device " << a << " host " << b;
-      EXPECT_NEAR(dev[e]["test_ap"].get<double>(), host[e]["test_ap"].get<double>(), 1e-3)
-          << model << " epoch " << e + 1;
-    }
+    expect_close_epochs(dev, host, 1e-5, 1e-3, std::string(model) + ", device then host");
     EXPECT_LT(on_host.peak_gpu_mb, on_device.peak_gpu_mb) << model;
     fs::remove(t / "dev.jsonl");
     fs::remove(t / "host.jsonl");
