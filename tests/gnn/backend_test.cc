@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "halo/gnn/cpu_bf16.h"
 #include "halo/gnn/graph_op.h"
 #include "halo/gnn/metrics.h"
 #include "halo/gnn/reference.h"
@@ -108,7 +109,8 @@ TEST(CpuBackend, GemmAllTransposes) {
 }
 
 // bfloat16 rounding written from its definition (nearest, ties to even; subnormals to zero as
-// the instruction does): the oracle for the inputs --matmul-precision bf16 multiplies.
+// the instruction does; a NaN stays a NaN): the oracle for the inputs --matmul-precision bf16
+// multiplies.
 float bf16(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
@@ -116,18 +118,22 @@ float bf16(float x) {
     u &= 0x80000000u;
   else if ((u & 0x7f800000u) != 0x7f800000u)
     u += 0x7fffu + ((u >> 16) & 1u);
+  else if (u & 0x007fffffu)
+    u |= 0x00400000u;
   u &= 0xffff0000u;
   float r;
   std::memcpy(&r, &u, sizeof r);
   return r;
 }
 
-// Puts the shared CPU backend in bf16 for a scope, or says why it cannot.
+// Puts the shared CPU backend in bf16 with the given kernel (kAuto: the probe's) for a scope, or
+// says why it cannot.
 struct Bf16Scope {
   std::string unavailable;
-  Bf16Scope() {
+  explicit Bf16Scope(Bf16Kernel k = Bf16Kernel::kAuto) {
     try {
       cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
+      set_cpu_bf16_kernel(k);
     } catch (const SystemError& e) {
       unavailable = e.what();
     }
@@ -135,9 +141,17 @@ struct Bf16Scope {
   ~Bf16Scope() { cpu_backend().set_matmul_precision(MatmulPrecision::kFp32); }
 };
 
-TEST(CpuBackend, Bf16GemmIsExactOnRoundedInputsAtTileBoundaries) {
-  Bf16Scope scope;
+// The bf16 kernels this build and CPU can run (both need AVX-512 BF16; none elsewhere).
+constexpr Bf16Kernel kBf16Kernels[] = {Bf16Kernel::kDot, Bf16Kernel::kFma};
+
+class Bf16Kernels : public ::testing::TestWithParam<Bf16Kernel> {};
+INSTANTIATE_TEST_SUITE_P(CpuBackend, Bf16Kernels, ::testing::ValuesIn(kBf16Kernels),
+                         [](const auto& p) { return std::string(to_string(p.param)); });
+
+TEST_P(Bf16Kernels, GemmIsExactOnRoundedInputsAtTileBoundaries) {
+  Bf16Scope scope(GetParam());
   if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  ASSERT_EQ(cpu_bf16_kernel(), GetParam());
   Backend& be = cpu_backend();
   // Products of bfloat16 numbers are exact in float32, so the only error left is float32
   // summation: within (k + 2) u of the sum of |terms| for any order. Shapes straddle the 6-row
@@ -220,8 +234,75 @@ TEST(CpuBackend, TallFp32GemmIsAnFp32Product) {
   EXPECT_EQ(cases, 16);
 }
 
-TEST(CpuBackend, Bf16GemmRoundsItsInputsAndNeverReadsCWithBetaZero) {
-  Bf16Scope scope;
+// k = 1 and B = 1: each entry of C is one rounded element of A, the same bits from either kernel
+// as the oracle gives: ties to even both ways, the carry into the exponent, the largest float
+// rounding up to infinity, subnormals to zero, infinities and NaNs kept.
+TEST_P(Bf16Kernels, GemmRoundsSpecialValuesAsTheOracle) {
+  Bf16Scope scope(GetParam());
+  if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  const std::uint32_t bits[] = {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x3f7fffffu, 0x3f807fffu,
+                                0xbf808000u, 0x7f7fffffu, 0xff7fffffu, 0x00400000u, 0x80000001u,
+                                0x7f800000u, 0xff800000u, 0x7fc00001u, 0x80000000u, 0x00000000u,
+                                0x00800000u, 0x3fffffffu, 0x7f800001u};
+  const std::int64_t m = std::int64_t(std::size(bits));
+  Matrix A(m, 1), B(1, 20, 1.f), C(m, 20, 0.f);
+  for (std::int64_t i = 0; i < m; ++i) std::memcpy(&A.data()[i], &bits[i], 4);
+  cpu_backend().gemm(false, false, 1.f, A.view(), B.view(), 0.f, C.view());
+  for (std::int64_t i = 0; i < m; ++i) {
+    const float want = bf16(A.at(i, 0)) + 0.f;  // the sum starts at +0: -0 comes out +0
+    for (std::int64_t j = 0; j < 20; ++j) {
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(C.at(i, j))) << std::hex << bits[i];
+      } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(C.at(i, j)), std::bit_cast<std::uint32_t>(want))
+            << "input 0x" << std::hex << bits[i] << " column " << std::dec << j;
+      }
+    }
+  }
+}
+
+// The two kernels compute the same rounded product, summed in different orders: close, and
+// not the same bits (else one of them is not the kernel that ran).
+TEST(CpuBackend, Bf16KernelsAgreeToFloatRounding) {
+  const Matrix A = random_matrix(200, 300, 11), B = random_matrix(300, 70, 12);
+  Matrix dot(200, 70), fma(200, 70);
+  {
+    Bf16Scope scope(Bf16Kernel::kDot);
+    if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+    cpu_backend().gemm(false, false, 1.f, A.view(), B.view(), 0.f, dot.view());
+  }
+  {
+    Bf16Scope scope(Bf16Kernel::kFma);
+    cpu_backend().gemm(false, false, 1.f, A.view(), B.view(), 0.f, fma.view());
+  }
+  expect_close(fma, dot, 1e-5, 1e-5, "fma against dot");
+  EXPECT_NE(fma.storage(), dot.storage());
+}
+
+// auto: the probe's times are positive and cached, the pick follows them with its 0.9 margin,
+// and set_cpu_bf16_kernel(kAuto) lands on that pick, which the log line names.
+TEST(CpuBackend, Bf16AutoPicksTheFasterKernelByTheProbe) {
+  EXPECT_EQ(pick_bf16_kernel({1.0, 0.8}), Bf16Kernel::kFma);
+  EXPECT_EQ(pick_bf16_kernel({1.0, 0.95}), Bf16Kernel::kDot);
+  EXPECT_EQ(pick_bf16_kernel({0.6, 1.0}), Bf16Kernel::kDot);
+  Bf16Scope scope(Bf16Kernel::kAuto);
+  if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
+  const Bf16Probe p = probe_bf16_kernels(), again = probe_bf16_kernels();
+  EXPECT_GT(p.dot_s, 0);
+  EXPECT_GT(p.fma_s, 0);
+  EXPECT_EQ(p.dot_s, again.dot_s);
+  EXPECT_EQ(cpu_bf16_kernel(), pick_bf16_kernel(p));
+  const std::string line = describe_cpu_bf16(true);
+  EXPECT_NE(line.find(std::string("bf16 products: ") + to_string(pick_bf16_kernel(p))),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("probe dot"), std::string::npos) << line;
+  EXPECT_EQ(parse_bf16_kernel("fma"), Bf16Kernel::kFma);
+  EXPECT_THROW(parse_bf16_kernel("amx"), ParamError);
+}
+
+TEST_P(Bf16Kernels, GemmRoundsItsInputsAndNeverReadsCWithBetaZero) {
+  Bf16Scope scope(GetParam());
   if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
   const Matrix A = random_matrix(50, 256, 7), B = random_matrix(256, 70, 8);
   Matrix C(50, 70, std::nanf(""));
@@ -238,8 +319,8 @@ TEST(CpuBackend, Bf16GemmRoundsItsInputsAndNeverReadsCWithBetaZero) {
   EXPECT_LT(off, 0.5);
 }
 
-TEST(CpuBackend, Bf16GemmIsDeterministicAndLargeTransposedOutputsStayFp32) {
-  Bf16Scope scope;
+TEST_P(Bf16Kernels, GemmIsDeterministicAndLargeTransposedOutputsStayFp32) {
+  Bf16Scope scope(GetParam());
   if (!scope.unavailable.empty()) GTEST_SKIP() << scope.unavailable;
   Backend& be = cpu_backend();
   const Matrix A = random_matrix(3000, 64, 1), G = random_matrix(3000, 48, 2);

@@ -124,6 +124,26 @@ TEST_F(BadFlags, ThreadsTheProcessCannotStartAreOneLine) {
   expect_one_line(r, 2, {"OMP_NUM_THREADS=200", "can start only"}, "OMP_NUM_THREADS=200");
 }
 
+// --bf16-kernel: a spelling it does not know, a kernel without bf16 products, or the CPU's kernel
+// asked of a GPU run are one line each, before any work.
+TEST_F(BadFlags, Bf16KernelIsCheckedBeforeAnyWork) {
+  const std::string run = "train " + cora() + " --epochs 1 --log l.jsonl";
+  struct Case {
+    std::string flags;
+    std::vector<std::string> words;
+  };
+  for (const Case& c :
+       {Case{"--matmul-precision bf16 --bf16-kernel amx",
+             {"--bf16-kernel must be auto, dot or fma", "amx"}},
+        Case{"--bf16-kernel fma", {"--bf16-kernel fma needs --matmul-precision bf16"}},
+        Case{"--matmul-precision bf16 --bf16-kernel dot --device cuda",
+             {"--bf16-kernel", "--device cuda", "tensor cores"}}}) {
+    const test::Run r = halo(run + " " + c.flags);
+    expect_one_line(r, 2, c.words, c.flags);
+    expect_nothing_written(c.flags);
+  }
+}
+
 // ---- class 12: a run the memory cannot hold names the allocation --------------------------
 
 // Under a 1 GB address-space limit (which the memory check reads, as it reads MemAvailable and

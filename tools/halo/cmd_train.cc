@@ -130,7 +130,8 @@ int run_calibration(Communicator& comm, const std::string& path, const TrainOpti
 Action add_train(CLI::App& app) {
   struct Args {
     std::string dataset, preset, model = "gcn", split, log, checkpoint, predictions, calibrate,
-                                 halo_dtype = "f32", device = "cpu", matmul_precision = "fp32";
+                                 halo_dtype = "f32", device = "cpu", matmul_precision = "fp32",
+                                 bf16_kernel = "auto";
     int layers = 2, epochs = 200, runs = 1, eval_every = 1, threads = 0, checkpoint_every = 10,
         staleness = 0, heads = 1, out_heads = 1;
     std::int64_t hidden = 16;
@@ -251,6 +252,12 @@ Action add_train(CLI::App& app) {
                        "(GPU); sums stay float32")
            ->capture_default_str(),
        [a](TrainOptions& t) { t.matmul_precision = parse_matmul_precision(a->matmul_precision); });
+  over(cmd->add_option("--bf16-kernel", a->bf16_kernel,
+                       "The CPU's bf16 products: auto (the faster on this CPU, by a start-up "
+                       "probe) | dot (AVX-512 BF16 vdpbf16ps) | fma (FP32 FMAs on bf16-rounded "
+                       "inputs)")
+           ->capture_default_str(),
+       [a](TrainOptions& t) { t.bf16_kernel = parse_bf16_kernel(a->bf16_kernel); });
   over(cmd->add_option("--halo-dtype", a->halo_dtype,
                        "Halo payload: f32 (exact) | bf16 (half the bytes)")
            ->capture_default_str(),

@@ -53,6 +53,8 @@ void CpuBackend::set_matmul_precision(MatmulPrecision p) {
     throw SystemError(
         "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
         "fp32");
+  if (p == MatmulPrecision::kBf16 && cpu_bf16_kernel() == Bf16Kernel::kAuto)
+    set_cpu_bf16_kernel(Bf16Kernel::kAuto);  // the probe, once per process and thread count
   precision_ = p;
 }
 
@@ -60,7 +62,8 @@ void CpuBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, con
                          float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
   if (m == 0 || n == 0) return;
-  if (precision_ == MatmulPrecision::kBf16 && detail::gemm_bf16(ta, tb, alpha, A, B, beta, C))
+  if (precision_ == MatmulPrecision::kBf16 &&
+      detail::gemm_bf16(cpu_bf16_kernel(), ta, tb, alpha, A, B, beta, C))
     return;
   // Tall FP32 products: halo's AVX-512 kernel (a quarter under OpenBLAS's time on the full-graph
   // shapes); HALO_GEMM=openblas keeps them in OpenBLAS (for comparisons).

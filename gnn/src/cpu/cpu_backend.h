@@ -9,7 +9,8 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::kCpu; }
   const char* name() const override { return "cpu"; }
-  // fp32 (OpenBLAS) or bf16 (halo's AVX-512 BF16 kernel, where the CPU has it).
+  // fp32 (OpenBLAS, or halo's AVX-512 kernel for tall products) or bf16 (halo's AVX-512 kernels
+  // where the CPU has AVX-512 BF16; the first bf16 call picks dot or fma: cpu_bf16.h).
   void set_matmul_precision(MatmulPrecision p) override;
   MatmulPrecision matmul_precision() const override { return precision_; }
 

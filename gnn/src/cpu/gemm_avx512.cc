@@ -195,10 +195,30 @@ HALO_AVX512_TARGET void micro_kernel_fp32(std::int64_t steps, const Word* a, std
   store_tile<NV>(acc, c, ldc, rows, cols, alpha, beta);
 }
 
-// out[j] = x[j] for j < n as words, zeros up to `words`.
+// round_to_bf16 on 16 lanes, in AVX-512 F integer operations (the fma kernel runs where
+// vcvtneps2bf16 may be slow or absent, and must round exactly as the dot kernel's conversion).
+HALO_AVX512_TARGET inline __m512 round_lanes_to_bf16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i exp = _mm512_and_si512(u, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(exp, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 tiny = _mm512_cmpeq_epi32_mask(exp, _mm512_setzero_si512());
+  const __mmask16 nan = _mm512_mask_test_epi32_mask(special, u, _mm512_set1_epi32(0x007fffff));
+  // maskz: GCC 12's plain _mm512_srli_epi32 trips -Wuninitialized on its undefined operand.
+  const __m512i odd =
+      _mm512_and_si512(_mm512_maskz_srli_epi32(__mmask16(0xffff), u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+  r = _mm512_mask_mov_epi32(r, special, u);                                   // inf stays
+  r = _mm512_mask_or_epi32(r, nan, r, _mm512_set1_epi32(0x00400000));         // NaN stays a NaN
+  r = _mm512_mask_and_epi32(r, tiny, u, _mm512_set1_epi32(int(0x80000000)));  // signed zero
+  return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(int(0xffff0000))));
+}
+
+// out[j] = x[j] for j < n as words (rounded to bfloat16 when Round), zeros up to `words`.
+template <bool Round>
 HALO_AVX512_TARGET void copy_row(const float* x, std::int64_t n, std::int64_t words, Word* out) {
   for (std::int64_t w = 0; w < words; w += 16) {
-    const __m512 v = _mm512_maskz_loadu_ps(w < n ? lanes(n - w) : 0, x + w);
+    __m512 v = _mm512_maskz_loadu_ps(w < n ? lanes(n - w) : 0, x + w);
+    if constexpr (Round) v = round_lanes_to_bf16(v);
     _mm512_mask_storeu_ps(reinterpret_cast<float*>(out + w), lanes(words - w), v);
   }
 }
@@ -236,14 +256,18 @@ struct Bf16Math {
   }
 };
 
+// FP32 arithmetic; with Round, on the inputs rounded to bfloat16 as they are packed (the fma
+// kernel of --matmul-precision bf16: a product of two bfloat16 is exact in float32, so it rounds
+// the inputs as Bf16Math does and sums one k at a time, at the FP32 rate).
+template <bool Round>
 struct Fp32Math {
   static constexpr std::int64_t kPerWord = 1;
   static void pack_row(const float* x, std::int64_t n, std::int64_t words, Word* out) {
-    copy_row(x, n, words, out);
+    copy_row<Round>(x, n, words, out);
   }
   static void pack_rows(const float* r0, const float*, std::int64_t n, std::int64_t width,
                         Word* out) {
-    copy_row(r0, n, width, out);
+    copy_row<Round>(r0, n, width, out);
   }
   HALO_AVX512_TARGET static void tile(std::int64_t steps, const Word* a, std::int64_t ai,
                                       std::int64_t aq, const Word* b, float* c, std::int64_t ldc,
@@ -408,22 +432,24 @@ bool gemm_avx512(bool ta, bool tb, float alpha, const MatrixView& A, const Matri
 
 }  // namespace
 
-bool gemm_bf16(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
-               const MatrixView& C) {
+bool gemm_bf16(Bf16Kernel kernel, bool ta, bool tb, float alpha, const MatrixView& A,
+               const MatrixView& B, float beta, const MatrixView& C) {
+  if (kernel == Bf16Kernel::kFma) return gemm_avx512<Fp32Math<true>>(ta, tb, alpha, A, B, beta, C);
   return gemm_avx512<Bf16Math>(ta, tb, alpha, A, B, beta, C);
 }
 
 bool gemm_fp32(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
                const MatrixView& C) {
   if ((ta ? A.rows : C.rows) < kFp32MinRows) return false;
-  return gemm_avx512<Fp32Math>(ta, tb, alpha, A, B, beta, C);
+  return gemm_avx512<Fp32Math<false>>(ta, tb, alpha, A, B, beta, C);
 }
 
 #else  // no x86-64 AVX-512 BF16 kernel in this build
 
 bool fp32_gemm_supported() { return false; }
 bool bf16_gemm_supported() { return false; }
-bool gemm_bf16(bool, bool, float, const MatrixView&, const MatrixView&, float, const MatrixView&) {
+bool gemm_bf16(Bf16Kernel, bool, bool, float, const MatrixView&, const MatrixView&, float,
+               const MatrixView&) {
   return false;
 }
 bool gemm_fp32(bool, bool, float, const MatrixView&, const MatrixView&, float, const MatrixView&) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "halo/gnn/cpu_bf16.h"
 #include "halo/gnn/matrix.h"
 
 namespace halo::detail {
@@ -27,12 +28,14 @@ bool gemm_fp32(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixV
                const MatrixView& C);
 
 // C = alpha op(A) op(B) + beta C, with every element of A and B rounded to bfloat16 (nearest
-// even) and the products summed in float32. Shapes and aliasing as Backend::gemm; C is not read
-// when beta == 0; deterministic for a fixed thread count. Returns false, touching nothing, for
-// the shapes it does not cover (a transposed A with an output over 4 Mi elements), which the
-// caller computes in FP32. Requires bf16_gemm_supported().
-bool gemm_bf16(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B, float beta,
-               const MatrixView& C);
+// even) and the products summed in float32, by vdpbf16ps pairs (kDot) or FP32 fused
+// multiply-adds one k at a time (kFma; cpu_bf16.h). Shapes and aliasing as Backend::gemm; C is
+// not read when beta == 0; deterministic for a fixed thread count and kernel. Returns false,
+// touching nothing, for the shapes it does not cover (a transposed A with an output over 4 Mi
+// elements), which the caller computes in FP32. Requires bf16_gemm_supported(); kernel is
+// never kAuto.
+bool gemm_bf16(Bf16Kernel kernel, bool ta, bool tb, float alpha, const MatrixView& A,
+               const MatrixView& B, float beta, const MatrixView& C);
 
 // x rounded to bfloat16 (nearest even, subnormals to zero as the instruction does), as a float:
 // the tests' oracle for what the kernel multiplies.

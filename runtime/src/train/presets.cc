@@ -85,6 +85,13 @@ void TrainOptions::check() const {
     throw ParamError("--halo-staleness must be 0 or 1");
   if (!(halo_smoothing >= 0.f && halo_smoothing < 1.f))
     throw ParamError("--halo-smoothing must be in [0, 1)");
+  if (bf16_kernel != Bf16Kernel::kAuto && matmul_precision != MatmulPrecision::kBf16)
+    throw ParamError(std::string("--bf16-kernel ") + to_string(bf16_kernel) +
+                     " needs --matmul-precision bf16");
+  if (bf16_kernel != Bf16Kernel::kAuto && device == DeviceChoice::kCuda)
+    throw ParamError(
+        "--bf16-kernel chooses the CPU's bf16 kernel; --device cuda computes bf16 on tensor "
+        "cores");
   if (halo_smoothing > 0.f && halo_staleness == 0)
     throw ParamError("--halo-smoothing smooths stale halo rows: it needs --halo-staleness 1");
 }

@@ -26,6 +26,7 @@ json TrainSummary::to_json() const {
             {"peak_rss_mb", peak_rss_mb},
             {"ranks", ranks},
             {"matmul_precision", matmul_precision}};
+  if (!bf16_kernel.empty()) j["bf16_kernel"] = bf16_kernel;
   if (peak_gpu_mb > 0) j["peak_gpu_mb"] = peak_gpu_mb;
   if (ranks > 1) {
     if (!rank_peak_rss_mb.empty()) {

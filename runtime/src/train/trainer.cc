@@ -152,6 +152,22 @@ void load_inputs(RankRun& k) {
   k.inputs.load(k.d, k.opt.model.kind, k.opt.norm_features);
 }
 
+// The CPU's bf16 kernel (cpu_bf16.h): as --bf16-kernel set it, or the faster by the probe. The
+// ranks sum their probe times, so all of them run the same kernel (the same arithmetic as one
+// process would on the slowest machine mix), and rank 0 logs the choice.
+void choose_bf16_kernel(RankRun& k) {
+  const bool probe = k.opt.bf16_kernel == Bf16Kernel::kAuto;
+  if (probe) {
+    const Bf16Probe mine = probe_bf16_kernels();
+    double t[2] = {mine.dot_s, mine.fma_s};
+    k.comm.allreduce(t, 2);
+    set_cpu_bf16_kernel(pick_bf16_kernel({t[0], t[1]}));
+  } else {
+    set_cpu_bf16_kernel(k.opt.bf16_kernel);
+  }
+  if (k.lead && !k.opt.quiet) k.out << describe_cpu_bf16(probe) << "\n";
+}
+
 // The device and the communicators (placement.h), the backend, a copy on the device of every
 // array kernels read (CUDA; the rest stays mapped), the halo exchange and the graph context.
 void place(RankRun& k) {
@@ -164,6 +180,7 @@ void place(RankRun& k) {
   k.comms = place_rank(k.comm, k.gpu, !opt.quiet, k.out);
   Backend& base = k.gpu ? cuda_backend() : cpu_backend();
   base.set_matmul_precision(opt.matmul_precision);  // every run sets it: the backend is shared
+  if (!k.gpu && opt.matmul_precision == MatmulPrecision::kBf16) choose_bf16_kernel(k);
   k.be = &base;
   if (opt.profile) k.profiling.emplace(k.profile);
   k.inputs.place(d, opt.model.kind, k.dev, k.ctx);
@@ -462,6 +479,8 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   summary.metric = k.multilabel ? "rocauc" : "acc";
   summary.ranks = k.ranks;
   summary.matmul_precision = to_string(opt.matmul_precision);
+  if (!k.gpu && opt.matmul_precision == MatmulPrecision::kBf16)
+    summary.bf16_kernel = to_string(cpu_bf16_kernel());
   k.log.write_line(summary.to_json().dump());
   k.log.close();
   if (opt.profile && k.lead)

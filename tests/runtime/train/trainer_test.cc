@@ -101,29 +101,49 @@ TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
   o.log = t / "fp32.jsonl";
   const TrainSummary exact = train_dataset(cora(), o, out);
   o.matmul_precision = MatmulPrecision::kBf16;
-  o.log = t / "bf16.jsonl";
-  const TrainSummary mixed = train_dataset(cora(), o, out);
-  o.log = t / "bf16-again.jsonl";
-  train_dataset(cora(), o, out);
-  EXPECT_EQ(mixed.matmul_precision, "bf16");
-  EXPECT_EQ(read_log(t / "bf16.jsonl").back()["matmul_precision"], "bf16");
-  const auto a = read_log(t / "fp32.jsonl"), b = read_log(t / "bf16.jsonl"),
-             c = read_log(t / "bf16-again.jsonl");
-  ASSERT_EQ(a.size(), b.size());
-  // Rounding the GEMM inputs to 8 bits of mantissa moves the early losses by well under 5%;
-  // once the loss is near zero the two trajectories are different fits of the same quality.
-  int differ = 0;
-  const double first = a[0]["loss"];
-  for (std::size_t i = 0; i + 1 < a.size(); ++i) {
-    const double la = a[i]["loss"], lb = b[i]["loss"];
-    EXPECT_NEAR(lb, la, i < 10 ? 0.05 * la : 0.02 * first) << "epoch " << i + 1;
-    EXPECT_EQ(b[i]["loss"], c[i]["loss"]) << "epoch " << i + 1;
-    differ += la != lb;
+  const auto a = read_log(t / "fp32.jsonl");
+  std::vector<double> last_losses;
+  // Each kernel the CPU can run (cpu_bf16.h), then auto, which must be one of them.
+  for (const Bf16Kernel kernel : {Bf16Kernel::kDot, Bf16Kernel::kFma, Bf16Kernel::kAuto}) {
+    const std::string name = to_string(kernel);
+    o.bf16_kernel = kernel;
+    o.log = t / (name + ".jsonl");
+    const TrainSummary mixed = train_dataset(cora(), o, out);
+    if (kernel == Bf16Kernel::kFma) {  // the same bits again (dot's: a GEMM test's)
+      o.log = t / (name + "-again.jsonl");
+      train_dataset(cora(), o, out);
+    }
+    EXPECT_EQ(mixed.matmul_precision, "bf16");
+    EXPECT_EQ(read_log(o.log).back()["matmul_precision"], "bf16");
+    EXPECT_EQ(read_log(o.log).back()["bf16_kernel"], mixed.bf16_kernel);
+    const Bf16Kernel ran =
+        kernel == Bf16Kernel::kAuto ? pick_bf16_kernel(probe_bf16_kernels()) : kernel;
+    EXPECT_EQ(mixed.bf16_kernel, to_string(ran));
+    const auto b = read_log(t / (name + ".jsonl")), c = read_log(o.log);
+    ASSERT_EQ(a.size(), b.size());
+    // Rounding the GEMM inputs to 8 bits of mantissa moves the early losses by well under 5%;
+    // once the loss is near zero the two trajectories are different fits of the same quality.
+    int differ = 0;
+    const double first = a[0]["loss"];
+    std::vector<double> losses;
+    for (std::size_t i = 0; i + 1 < a.size(); ++i) {
+      const double la = a[i]["loss"], lb = b[i]["loss"];
+      EXPECT_NEAR(lb, la, i < 10 ? 0.05 * la : 0.02 * first) << name << " epoch " << i + 1;
+      EXPECT_EQ(b[i]["loss"], c[i]["loss"]) << name << " epoch " << i + 1;
+      differ += la != lb;
+      losses.push_back(lb);
+    }
+    EXPECT_GT(differ, 0) << name << ": losses equal fp32's bit for bit: the kernel was not used";
+    EXPECT_NEAR(mixed.test_mean, exact.test_mean, 0.03) << name;
+    // dot and fma sum in different orders: different bits, else one of them did not run.
+    if (kernel == Bf16Kernel::kFma) {
+      EXPECT_NE(losses, last_losses);
+    }
+    last_losses = losses;
   }
-  EXPECT_GT(differ, 0) << "bf16 losses equal fp32's bit for bit: the kernel was not used";
-  EXPECT_NEAR(mixed.test_mean, exact.test_mean, 0.03);
   EXPECT_EQ(cpu_backend().matmul_precision(), MatmulPrecision::kBf16);
   o.matmul_precision = MatmulPrecision::kFp32;
+  o.bf16_kernel = Bf16Kernel::kAuto;
   o.log.clear();
   o.epochs = 1;
   train_dataset(cora(), o, out);

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "halo/gnn/cpu_bf16.h"
 #include "halo/gnn/model.h"
 #include "halo/graph/error.h"
 #include "halo/runtime/comm/halo_exchange.h"
@@ -53,6 +54,9 @@ struct TrainOptions {
   DeviceChoice device = DeviceChoice::kCpu;
   // tf32 (CUDA) | bf16: the products' inputs.
   MatmulPrecision matmul_precision = MatmulPrecision::kFp32;
+  // The CPU's bf16 kernel (cpu_bf16.h): auto = the faster by a start-up probe, agreed by all
+  // ranks from their summed times. Needs matmul_precision bf16; not for --device cuda.
+  Bf16Kernel bf16_kernel = Bf16Kernel::kAuto;
   // Distributed runs (halo train PARTS under mpirun); ignored by one process.
   HaloDtype halo_dtype = HaloDtype::kF32;  // bf16: half the bytes of the halo exchange
   int halo_staleness = 0;  // 0 exact | 1 use the previous epoch's halo rows (PipeGCN)
@@ -90,6 +94,7 @@ struct TrainSummary {
   // internal workspaces or NCCL's buffers (nvidia-smi sees those).
   double peak_gpu_mb = 0;
   std::string matmul_precision = "fp32";
+  std::string bf16_kernel;  // "dot" | "fma": the CPU's bf16 kernel; empty when none ran
   // Distributed figures (medians over the training epochs; times are the slowest rank's).
   int ranks = 1;
   double halo_bytes_per_epoch = 0;  // all ranks together, one training step
