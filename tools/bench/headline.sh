@@ -13,6 +13,9 @@
 # (test AP for TGN), the ratios and the targets of #38 (GCN >= 4.5x DGL in FP32, bf16 >= 1.0x
 # FP32, GAT <= 0.4x DGL's epoch, TGN >= 2x PyG's events/s with AP unchanged). The table is also
 # written to WORKDIR/headline.md, every run's record to WORKDIR/headline.jsonl.
+# Run it on an otherwise idle machine: other jobs on the cores skew every figure, TGN's most (its
+# OpenMP threads spin between short regions: docs/BENCHMARKS.md). With EPOCHS >= 3 the median
+# epoch leaves out the first, which includes each side's one-off setup (PyG's normalisation).
 #
 #   tools/bench/headline.sh WORKDIR [ROUNDS] [EPOCHS]        (defaults 3 rounds, 5 epochs)
 #   HEADLINE_ONLY=gcn,tgn tools/bench/headline.sh /tmp/hb 1 3  (a subset of gcn, gat, tgn)
