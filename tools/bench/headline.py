@@ -70,8 +70,11 @@ def parse_result(kind, path):
         recs = json_lines(path)
         epochs = [r for r in recs if r.get("type") == "epoch"]
         s = recs[-1]
-        return {"epoch_s": s["epoch_time_median_s"], "final_loss": epochs[-1]["loss"],
-                "first_loss": epochs[0]["loss"]}
+        out = {"epoch_s": s["epoch_time_median_s"], "final_loss": epochs[-1]["loss"],
+               "first_loss": epochs[0]["loss"]}
+        if "bf16_kernel" in s:  # the CPU's bf16 kernel --bf16-kernel auto chose
+            out["bf16_kernel"] = s["bf16_kernel"]
+        return out
     if kind == "peer-json":
         s = json_lines(path)[-1]
         out = {"epoch_s": s["epoch_time_median_s"], "final_loss": s["final_loss"]}
@@ -277,6 +280,9 @@ def table(recs):
         title = BENCH_TITLES[bench]
         if run in labels:
             label = label.replace("DGL", labels["dgl"], 1).replace("PyG", labels["pyg"], 1)
+        kernels = sorted({r["bf16_kernel"] for r in good(bench, run) if "bf16_kernel" in r})
+        if kernels:
+            label += f" (kernel {', '.join(kernels)})"
         rt, tg, mt = cmp.get((bench, run), ("", "", ""))
         if (bench, run) in skips:
             lines.append(f"| {title} | {label} | {skips[(bench, run)]} |  |  |  | {tg} |  |")
