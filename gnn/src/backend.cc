@@ -270,6 +270,11 @@ void Backend::adam(float* p, const float* g, float* m, float* v, std::int64_t n,
   timed(*this, "adam", [&] { do_adam(p, g, m, v, n, s); });
 }
 
+void Backend::adam_all(const AdamTensor* t, std::size_t count, const AdamStep& s) {
+  for (std::size_t i = 0; i < count; ++i) check_count("adam_all", "n", t[i].n);
+  timed(*this, "adam", [&] { do_adam_all(t, count, s); });
+}
+
 void Backend::gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                           const MatrixView& dst) {
   check_count("gather_rows", "n", n);

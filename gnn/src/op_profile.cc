@@ -17,6 +17,12 @@ ProfileScope::ProfileScope(OpProfile& profile) : previous_(detail::t_profile) {
 
 ProfileScope::~ProfileScope() { detail::t_profile = previous_; }
 
+double OpProfile::seconds() const {
+  double total = 0;
+  for (const auto& [name, e] : totals_) total += e.seconds;
+  return total;
+}
+
 std::string OpProfile::report() const {
   std::vector<std::pair<std::string, Entry>> rows(totals_.begin(), totals_.end());
   std::sort(rows.begin(), rows.end(),

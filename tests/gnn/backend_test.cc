@@ -764,6 +764,56 @@ TEST(CpuBackend, AdamGivesEveryElementTheSameBitsWhereverItIs) {
   }
 }
 
+// adam_all is adam on each tensor in turn, bit for bit, at any thread count: tensors of sizes
+// around the vector width and the parallel threshold, empty ones, and a set small enough in all
+// to stay on one thread.
+TEST(CpuBackend, AdamAllIsAdamOnEachTensorInTurn) {
+  Backend& be = cpu_backend();
+  const std::vector<std::vector<std::int64_t>> sets = {
+      {0, 1, 7, 8, 9, 33, 16385, 40003, 0, 5}, {3, 17, 100}, {20000}, {}};
+  AdamStep s;
+  s.lr = 0.01f;
+  s.weight_decay = 0.001f;
+  s.step = 4;
+  for (const auto& sizes : sets)
+    for (int threads : {1, 2, 3}) {
+      std::vector<Matrix> p, g, m, v;
+      std::uint32_t seed = 50;
+      for (std::int64_t n : sizes) {
+        p.push_back(random_matrix(1, n, seed++));
+        g.push_back(random_matrix(1, n, seed++));
+        m.push_back(random_matrix(1, n, seed++));
+        v.push_back(random_matrix(1, n, seed++));
+        for (float& x : v.back().storage()) x = x * x;
+      }
+      std::vector<Matrix> rp = p, rm = m, rv = v;
+      std::vector<AdamTensor> t;
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        be.adam(rp[i].data(), g[i].data(), rm[i].data(), rv[i].data(), sizes[i], s);
+        t.push_back({p[i].data(), g[i].data(), m[i].data(), v[i].data(), sizes[i]});
+      }
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      be.adam_all(t.data(), t.size(), s);
+      omp_set_num_threads(saved);
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const std::string w = "tensor " + std::to_string(i) + " (" + std::to_string(sizes[i]) +
+                              "), " + std::to_string(threads) + " threads";
+        const auto bytes = sizeof(float) * std::size_t(sizes[i]);
+        if (bytes == 0) continue;
+        EXPECT_EQ(std::memcmp(p[i].data(), rp[i].data(), bytes), 0) << "p of " << w;
+        EXPECT_EQ(std::memcmp(m[i].data(), rm[i].data(), bytes), 0) << "m of " << w;
+        EXPECT_EQ(std::memcmp(v[i].data(), rv[i].data(), bytes), 0) << "v of " << w;
+      }
+    }
+}
+
+TEST(CpuBackend, AdamAllChecksItsSizes) {
+  float x = 0;
+  AdamTensor t{&x, &x, &x, &x, -1};
+  EXPECT_THROW(cpu_backend().adam_all(&t, 1, AdamStep{}), std::logic_error);
+}
+
 TEST(Matrix, AMovedFromMatrixIsEmptyAndReusable) {
   Matrix a(3, 4, 2.f);
   Matrix b(std::move(a));

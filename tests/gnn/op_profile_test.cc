@@ -170,7 +170,13 @@ TEST(OpProfile, RecordsCallsPerOpOnlyInScopeAndOnItsThread) {
   EXPECT_EQ(t.at("loss").calls, 1);
   EXPECT_EQ(t.at("relu").calls, 1);
   EXPECT_EQ(t.size(), 6u);
-  for (const auto& [op, e] : t) EXPECT_GE(e.seconds, 0.0) << op;
+  double sum = 0;
+  for (const auto& [op, e] : t) {
+    EXPECT_GE(e.seconds, 0.0) << op;
+    sum += e.seconds;
+  }
+  EXPECT_DOUBLE_EQ(profile.seconds(), sum);  // the ops' total, in the table's order
+  EXPECT_GT(profile.seconds(), 0.0);
   const std::string report = profile.report();
   EXPECT_EQ(report.rfind("op                      seconds   share   calls\n", 0), 0u) << report;
   EXPECT_NE(report.find("\nspmm "), std::string::npos) << report;

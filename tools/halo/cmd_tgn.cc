@@ -143,6 +143,8 @@ Action add_tgn(CLI::App& app) {
                 "Start a new run in a --checkpoint folder that holds an earlier run's checkpoint, "
                 "removing it");
   cmd->add_flag("-q,--quiet", o->quiet, "No per-epoch lines");
+  cmd->add_flag("--profile", o->profile,
+                "Time every kernel of the training batches and print the table");
   auto dry_run = std::make_shared<bool>(false);
   cmd->add_flag("--dry-run", *dry_run,
                 "Print the predicted peak memory of a rank of this run, term by term, and exit "

@@ -31,7 +31,8 @@ void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* c
                     Fn&& fn) {
   const std::int64_t blocks = (rows + kBlock - 1) / kBlock;
   std::vector<double> part(std::size_t(blocks * cols * outputs), 0.0);
-#pragma omp parallel for schedule(static)
+  // The blocks and their order do not depend on the threads: a small one stays on this thread.
+#pragma omp parallel for schedule(static) if (rows * cols > kSerialElements)
   for (std::int64_t b = 0; b < blocks; ++b) {
     double* acc = part.data() + b * cols * outputs;
     for (std::int64_t r = b * kBlock; r < std::min(rows, (b + 1) * kBlock); ++r) fn(r, acc);
@@ -116,7 +117,7 @@ void CpuBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, con
 }
 
 void CpuBackend::do_add_bias(const MatrixView& Y, const float* b) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (Y.size() > kSerialElements)
   for (std::int64_t r = 0; r < Y.rows; ++r) {
     float* y = Y.row(r);
 #pragma omp simd
@@ -135,12 +136,12 @@ void CpuBackend::do_column_sums(const MatrixView& X, float* out) {
 }
 
 void CpuBackend::do_relu(const MatrixView& Y) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (Y.size() > kSerialElements)
   for (std::int64_t i = 0; i < Y.size(); ++i) Y.data[i] = std::max(Y.data[i], 0.f);
 }
 
 void CpuBackend::do_relu_backward(const MatrixView& Y, const MatrixView& dY) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (Y.size() > kSerialElements)
   for (std::int64_t i = 0; i < Y.size(); ++i) dY.data[i] = Y.data[i] > 0.f ? dY.data[i] : 0.f;
 }
 
@@ -465,53 +466,9 @@ double CpuBackend::do_bce_logits(const MatrixView& logits, const std::int32_t* l
   return total;
 }
 
-void CpuBackend::do_adam(float* p, const float* g, float* m, float* v, std::int64_t n,
-                         const AdamStep& s) {
-  const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
-  const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
-  const float step_size = float(double(s.lr) / bc1);
-  const float bc2_sqrt = float(std::sqrt(bc2));
-  const float wd = s.weight_decay, b1 = s.beta1, b2 = s.beta2, eps = s.eps, c1 = 1.f - b1,
-              c2 = 1.f - b2;
-  // One element, in the operations the vector loop below uses (fma, sqrt and / are correctly
-  // rounded in both), so an element's result does not depend on which loop took it. (The plain
-  // loop stayed scalar: std::sqrt's errno path; Adam was 6-9% of a TGN epoch.)
-  auto one = [&](std::int64_t i) {
-    const float gi = std::fma(wd, p[i], g[i]);
-    const float mi = std::fma(b1, m[i], c1 * gi), vi = std::fma(b2, v[i], (c2 * gi) * gi);
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = p[i] - (step_size * mi) / (std::sqrt(vi) / bc2_sqrt + eps);
-  };
-  constexpr std::int64_t w = 8;
-#pragma omp parallel for schedule(static) if (n > 16384)
-  for (std::int64_t b = 0; b < (n + w - 1) / w; ++b) {
-    const std::int64_t i0 = b * w;
-#if defined(__AVX2__) && defined(__FMA__)
-    if (i0 + w <= n) {
-      const __m256 gi =
-          _mm256_fmadd_ps(_mm256_set1_ps(wd), _mm256_loadu_ps(p + i0), _mm256_loadu_ps(g + i0));
-      const __m256 mi = _mm256_fmadd_ps(_mm256_set1_ps(b1), _mm256_loadu_ps(m + i0),
-                                        _mm256_mul_ps(_mm256_set1_ps(c1), gi));
-      const __m256 vi = _mm256_fmadd_ps(_mm256_set1_ps(b2), _mm256_loadu_ps(v + i0),
-                                        _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(c2), gi), gi));
-      const __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), _mm256_set1_ps(bc2_sqrt)),
-                                       _mm256_set1_ps(eps));
-      _mm256_storeu_ps(m + i0, mi);
-      _mm256_storeu_ps(v + i0, vi);
-      _mm256_storeu_ps(
-          p + i0, _mm256_sub_ps(_mm256_loadu_ps(p + i0),
-                                _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(step_size), mi), den)));
-      continue;
-    }
-#endif
-    for (std::int64_t i = i0; i < std::min(n, i0 + w); ++i) one(i);
-  }
-}
-
 void CpuBackend::do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                                 const MatrixView& dst) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * src.cols > kSerialElements)
   for (std::int64_t i = 0; i < n; ++i)
     std::memcpy(dst.row(i), src.row(idx[i]), sizeof(float) * std::size_t(src.cols));
 }
@@ -523,7 +480,7 @@ void CpuBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, s
   // count). Blocks are whole cache lines (16 floats).
   const std::int64_t cols = src.cols, lines = (cols + 15) / 16;
   const int threads =
-      n * cols > 65536 ? int(std::min<std::int64_t>(omp_get_max_threads(), lines)) : 1;
+      n * cols > kSerialElements ? int(std::min<std::int64_t>(omp_get_max_threads(), lines)) : 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const std::int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -539,7 +496,7 @@ void CpuBackend::do_scatter_add_rows(const MatrixView& src, const NodeId* idx, s
 
 void CpuBackend::do_add(const MatrixView& src, const MatrixView& dst) {
   // Small adds (a bias gradient's row) stay on this thread: a fork costs more than they do.
-#pragma omp parallel for schedule(static) if (src.size() > 16384)
+#pragma omp parallel for schedule(static) if (src.size() > kSerialElements)
   for (std::int64_t i = 0; i < src.size(); ++i) dst.data[i] += src.data[i];
 }
 
@@ -556,7 +513,7 @@ void CpuBackend::do_smooth(const MatrixView& x, float gamma, const MatrixView& a
 }
 
 void CpuBackend::do_fill(const MatrixView& X, float v) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (X.size() > kSerialElements)
   for (std::int64_t i = 0; i < X.size(); ++i) X.data[i] = v;
 }
 

@@ -59,7 +59,7 @@ void CpuBackend::do_merge_heads(const MatrixView& x, int heads, const MatrixView
 void CpuBackend::do_copy_columns(const MatrixView& src, std::int64_t src_col, const MatrixView& dst,
                                  std::int64_t dst_col, std::int64_t width, bool accumulate) {
   if (width == 0) return;
-#pragma omp parallel for schedule(static) if (src.rows * width > kParallelWork)
+#pragma omp parallel for schedule(static) if (src.rows * width > kSerialElements)
   for (std::int64_t i = 0; i < src.rows; ++i) {
     const float* s = src.row(i) + src_col;
     float* d = dst.row(i) + dst_col;
@@ -79,13 +79,15 @@ void CpuBackend::do_tgat_attend(const TgatView& v, const float* bv, const Matrix
                                 const MatrixView& ctx, const MatrixView& sbar) {
   const std::int64_t B = v.Q.rows, dq = v.Q.cols, dhd = dq / v.heads, ds = v.slots.cols;
   const int k = v.k, heads = v.heads;
-  std::fill_n(ctx.data, ctx.size(), 0.f);
-  std::fill_n(sbar.data, sbar.size(), 0.f);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
   const float* bk = v.bk;
+  // Each query's output rows are zeroed by its own thread just before it adds into them (in
+  // cache, and in parallel), not in a pass of their own.
 #pragma omp parallel for schedule(static) if (B * k * dq > kParallelWork)
   for (std::int64_t i = 0; i < B; ++i)
     for (int hd = 0; hd < heads; ++hd) {
+      std::fill_n(ctx.row(i) + hd * dhd, dhd, 0.f);
+      std::fill_n(sbar.row(hd * B + i), ds, 0.f);
       float* a = alpha.data + (i * heads + hd) * k;
       const std::int32_t* rows = v.row + i * k;
       const float* qi = v.Q.row(i) + hd * dhd;
@@ -127,9 +129,6 @@ void CpuBackend::do_tgat_attend_backward(const TgatView& v, const MatrixView& al
                                          const MatrixView& dslots, float* dbk) {
   const std::int64_t B = v.Q.rows, dq = v.Q.cols, dhd = dq / v.heads, ds = v.slots.cols;
   const int k = v.k, heads = v.heads;
-  std::fill_n(dQ.data, dQ.size(), 0.f);
-  std::fill_n(dP.data, dP.size(), 0.f);
-  std::fill_n(dslots.data, dslots.size(), 0.f);  // slot i * k + j: written by query i's thread
   std::vector<double> gsum(static_cast<std::size_t>(B * heads), 0.0);
   const float scale = float(1.0 / std::sqrt(double(dhd)));
   const float* bk = v.bk;
@@ -137,8 +136,13 @@ void CpuBackend::do_tgat_attend_backward(const TgatView& v, const MatrixView& al
   {
     std::vector<float> da(static_cast<std::size_t>(k));
 #pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < B; ++i)
+    for (std::int64_t i = 0; i < B; ++i) {
+      // Query i's rows of dQ, dP and dslots (slots i * k ..) are zeroed by its own thread just
+      // before it adds into them (in cache, and in parallel), not in a pass of their own.
+      std::fill_n(dQ.row(i), dq, 0.f);
+      std::fill_n(dslots.row(i * k), k * ds, 0.f);
       for (int hd = 0; hd < heads; ++hd) {
+        std::fill_n(dP.row(hd * B + i), ds, 0.f);
         const float* a = alpha.data + (i * heads + hd) * k;
         const std::int32_t* rows = v.row + i * k;
         const float* gi = dctx.row(i) + hd * dhd;
@@ -179,6 +183,7 @@ void CpuBackend::do_tgat_attend_backward(const TgatView& v, const MatrixView& al
           }
         }
       }
+    }
   }
   // b_k's gradient, per query rather than per slot: Σ_slots g Q_i = Σ_i (Σ_j g_j) Q_i.
   std::vector<double> acc(static_cast<std::size_t>(dq), 0.0);

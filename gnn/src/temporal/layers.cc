@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 #include "halo/gnn/device.h"
@@ -398,10 +399,19 @@ void TemporalAttention::forward(Backend& be, const MatrixView& q, const KeyValue
 
 void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes,
                                  Matrix& dslots, Matrix& dh) {
+  place_matrix(dslots, be.device());
+  dslots.resize(dz.rows * k_, dk_ - dn_);
+  backward(be, dz, dq, dnodes, dslots.view(), dh);
+}
+
+void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes,
+                                 const MatrixView& dslots, Matrix& dh) {
   const std::int64_t B = dz.rows, dhd = dq_ / heads_, dn = dn_, ds = dk_ - dn_;
   const int k = k_;
   const std::int64_t sv = std::int64_t(slot_of_.size());
-  for (Matrix* m : {&dq, &dnodes, &dslots, &dh}) place_matrix(*m, be.device());
+  if (dslots.rows != B * k || dslots.cols != ds)
+    throw std::logic_error("attention: the slot gradients' view is not (B * k) x ds");
+  for (Matrix* m : {&dq, &dnodes, &dh}) place_matrix(*m, be.device());
   Matrix& dhid = dhid_;
   Matrix& dcat = dcat_;
   linear_backward(be, hid_.view(), dz, w2_, b2_, &dhid, sums_);
@@ -429,11 +439,10 @@ void TemporalAttention::backward(Backend& be, const MatrixView& dz, Matrix& dq, 
   dK.resize(sv, dq_);  // per compact row
   dV.resize(sv, dq_);
   dP_.resize(hb, ds);
-  dslots.resize(B * k, ds);
   // Scores, softmax and the node parts' gradients per compact row; b_k's gradient, per query
   // rather than per slot (Σ_slots g Q_i = Σ_i (Σ_j g_j) Q_i), straight into its gradient.
   be.tgat_attend_backward(core_view(), alpha_.view(), dctx.view(), dsbar_.view(), dQ.view(),
-                          dK.view(), dV.view(), dP_.view(), dslots.view(), bk_.grad.data());
+                          dK.view(), dV.view(), dP_.view(), dslots, bk_.grad.data());
   if (ds > 0) {
     // Through P_h = Q_h W_k,hᵀ and ctx_h += sbar_h W_v,h: the queries and W_k's, W_v's slot rows.
     ctxh_.resize(hb, dhd);

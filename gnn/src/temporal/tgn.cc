@@ -352,7 +352,6 @@ void Tgn::embed_by_attention(Backend& be) {
   queries_.resize(Q, dn + dt);
   query_memory_.resize(Q, dn);
   neighbor_memory_.resize(nu, dn);
-  slot_features_.resize(Q * k, de + dt);
   be.gather_rows_into(memory_rows_, at(ix_.q_stored), Q, queries_.view(), 0);
   be.gather_rows_into(memory_rows_, at(ix_.nb_stored), nu, neighbor_memory_.view(), 0);
   if (np > 0) {
@@ -365,17 +364,23 @@ void Tgn::embed_by_attention(Backend& be) {
   // The merger's input is the query's node part: the same floats, copied.
   be.copy_columns(queries_.view(), 0, query_memory_.view(), 0, dn, false);
   be.copy_columns(time_codes_.view().rows_range(0, Q), 0, queries_.view(), dn, dt, false);
-  // Padded slots get φ(0) and keep stale edge columns: the attention never reads them.
-  if (de && host_tables_)
-    be.copy_columns(slot_efeat_, 0, slot_features_.view(), 0, de, false);
-  else if (de)
-    be.gather_rows_into(efeat(), at(ix_.slot_event), Q * k, slot_features_.view(), 0);
-  be.copy_columns(time_codes_.view().rows_range(Q, Q + Q * k), 0, slot_features_.view(), de, dt,
-                  false);
+  // A slot's columns: [edge features ‖ φ(Δt)], or without edge features its time code alone,
+  // which the attention reads from the codes' rows in place. Padded slots get φ(0) and keep stale
+  // edge columns: the attention never reads them.
+  const MatrixView slot_codes = time_codes_.view().rows_range(Q, Q + Q * k);
   KeyValueInput kv;
   kv.nodes = neighbor_memory_.view();
   kv.node = slot_neighbor_.data();
-  kv.slots = slot_features_.view();
+  kv.slots = slot_codes;
+  if (de > 0) {
+    slot_features_.resize(Q * k, de + dt);
+    if (host_tables_)
+      be.copy_columns(slot_efeat_, 0, slot_features_.view(), 0, de, false);
+    else
+      be.gather_rows_into(efeat(), at(ix_.slot_event), Q * k, slot_features_.view(), 0);
+    be.copy_columns(slot_codes, 0, slot_features_.view(), de, dt, false);
+    kv.slots = slot_features_.view();
+  }
   attention_.forward(be, queries_.view(), kv, k, query_memory_.view(), embeddings_);
 }
 
@@ -467,7 +472,10 @@ void Tgn::backward_predictor(Backend& be) {
   be.copy_columns(dp, dz, demb.rows_range(B, 3 * B), 0, dz, false);
   d_time_codes_.resize(std::int64_t(gaps_.size()), time_dim_);
   d_updated_memory_.resize(shape_.pending, memory_dim_);
-  d_time_codes_.fill(0.f);
+  // With attention every row of the codes' gradient is written before it is read (the queries'
+  // and the slots' by backward_attention, padded slots as zeros; the messages' by spread_rows):
+  // zeroing them first would be a pass over the whole block for nothing.
+  if (config_.embedding != TgnEmbedding::kAttention) d_time_codes_.fill(0.f);
   d_updated_memory_.fill(0.f);
 }
 
@@ -478,8 +486,14 @@ void Tgn::backward_attention(Backend& be) {
                      dn = node_dim_;
   const int k = shape_.neighbors;
   const std::int64_t nu = std::int64_t(distinct_neighbors_.size());
-  attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_,
-                      d_query_memory_);
+  // Without edge features the slots' gradients are their time codes' rows: written in place.
+  const MatrixView d_slot_codes = d_time_codes_.view().rows_range(Q, Q + Q * k);
+  if (de > 0)
+    attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slots_,
+                        d_query_memory_);
+  else
+    attention_.backward(be, d_embeddings_.view(), d_queries_, d_neighbor_memory_, d_slot_codes,
+                        d_query_memory_);
   if (shape_.pending > 0) {  // index_batch states the order
     const std::int64_t ng = 2 * Q + nu;
     memory_grads_.resize(ng, dn + dt);
@@ -492,7 +506,7 @@ void Tgn::backward_attention(Backend& be) {
   }
   // The time codes' gradients; padded slots' rows of d_slots_ are zero, as the codes' were.
   be.copy_columns(d_queries_.view(), dn, d_time_codes_.view().rows_range(0, Q), 0, dt, false);
-  be.copy_columns(d_slots_.view(), de, d_time_codes_.view().rows_range(Q, Q + Q * k), 0, dt, false);
+  if (de > 0) be.copy_columns(d_slots_.view(), de, d_slot_codes, 0, dt, false);
   // Static memory (static_memory.h): S's columns of the same three gradients.
   static_memory_.add_gradient(be, at(ix_.query_nodes), Q, d_queries_.view(), dm);
   static_memory_.add_gradient(be, at(ix_.query_nodes), Q, d_query_memory_.view(), dm);

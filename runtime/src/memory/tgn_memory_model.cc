@@ -105,7 +105,8 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, const TgnR
   // copy of the gaps and its sines), the attention's inputs, embeddings, pairs, hidden, logits.
   fwd += 12 * qf + 20 * sf + 4 * qf + 4 * sf + 4 * uf;
   fwd += (8 + 4 * t) * (qf + sf + p) * 2;
-  fwd += 4 * (qf * dq + qf * nd + uf * nd + sf * ds);
+  // Without edge features the slots' columns are their time codes, read in place (tgn.cc).
+  fwd += 4 * (qf * dq + qf * nd + uf * nd + (de > 0 ? sf * ds : 0));
   fwd += 4 * (qf * z + pairs_f * 2 * z + pairs_f * z + pairs_f);
   // The GRU: its input and previous memory, the updated memory, the cell's saved x, h, the two
   // pre-activations (3m wide) and the three gates.
@@ -120,7 +121,7 @@ double tgn_batch_bytes(const TgnStreamShape& st, const TgnOptions& o, const TgnR
                4 * p * (m + in + m + 6 * m);
   if (attention)
     bwd += 4 * (qt * z + qt * (dq + nd) + 4 * qt * dq + 2 * svt * dq + 2 * h * qt * ds) +
-           8 * h * qt + 4 * (2 * ut * dq + svt * ds + qt * dq + ut * nd + qt * nd);
+           8 * h * qt + 4 * (2 * ut * dq + (de > 0 ? svt * ds : 0) + qt * dq + ut * nd + qt * nd);
   // The model's row-op buffers (tgn.cc): the batch's int32 index pack (pending nodes and their
   // messages, queries, slots, distinct neighbours, pairs; when training, the memory gradients'
   // routing), the memory gradients gathered in the host loop's order, JODIE's query rows, and

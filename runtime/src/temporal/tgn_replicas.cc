@@ -2,6 +2,7 @@
 #include "temporal/tgn_replicas.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "halo/graph/dataset.h"
 
@@ -109,12 +110,14 @@ void TgnReplicas::reduce(Backend& be, double* loss) {
 // The all-reduce and the Adam step every rank takes together.
 void TgnReplicas::reduce_and_step(Backend& be, std::int64_t step, double* loss) {
   reduce(be, loss);
-  for (Param* p : params()) {
-    AdamStep a;
-    a.lr = lr_;
-    a.step = step;
-    be.adam(p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size(), a);
-  }
+  AdamStep a;
+  a.lr = lr_;
+  a.step = step;
+  // Every parameter in one op (the CPU's one parallel region): the same bits as one per tensor.
+  std::vector<AdamTensor> tensors;
+  for (Param* p : params())
+    tensors.push_back({p->value.data(), p->grad.data(), p->m.data(), p->v.data(), p->value.size()});
+  be.adam_all(tensors.data(), tensors.size(), a);
 }
 
 double TgnReplicas::empty_step(Backend& be, std::int64_t step) {

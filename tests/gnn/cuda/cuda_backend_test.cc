@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <random>
 #include <string>
@@ -772,6 +773,44 @@ TEST_F(CudaBackendTest, AdamMatchesCpu) {
     expect_close(dp.to_host(), p, 1e-6, 1e-5, "adam p" + w);
     expect_close(dm.to_host(), m, 1e-6, 1e-5, "adam m" + w);
     expect_close(dv.to_host(), v, 1e-7, 1e-5, "adam v" + w);
+  }
+}
+
+// The CUDA backend's adam_all (the default: adam per tensor) against the CPU's one-region op.
+TEST_F(CudaBackendTest, AdamAllMatchesCpu) {
+  Backend& gpu = cuda_backend();
+  const std::vector<std::int64_t> sizes = {1, 7, 0, 257, 4099, 20000};
+  std::vector<std::vector<float>> p, m, v, g;
+  std::deque<DeviceArray<float>> dp, dm, dv, dg;  // not movable: a deque keeps them in place
+  std::uint32_t seed = 70;
+  for (std::int64_t n : sizes) {
+    p.push_back(randn(n, seed++));
+    m.push_back(randn(n, seed++, 0.f, 0.1f));
+    v.push_back(randn(n, seed++, 0.f, 0.1f));
+    for (auto& x : v.back()) x = x * x;
+    g.push_back(randn(n, seed++));
+    dp.emplace_back(p.back());
+    dm.emplace_back(m.back());
+    dv.emplace_back(v.back());
+    dg.emplace_back(g.back());
+  }
+  std::vector<AdamTensor> host, dev;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    host.push_back({p[i].data(), g[i].data(), m[i].data(), v[i].data(), sizes[i]});
+    dev.push_back({dp[i].get(), dg[i].get(), dm[i].get(), dv[i].get(), sizes[i]});
+  }
+  AdamStep s;
+  s.lr = 0.01f;
+  s.weight_decay = 5e-4f;
+  s.step = 2;
+  cpu.adam_all(host.data(), host.size(), s);
+  gpu.adam_all(dev.data(), dev.size(), s);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) continue;
+    const std::string w = " tensor " + std::to_string(i);
+    expect_close(dp[i].to_host(), p[i], 1e-6, 1e-5, "adam_all p" + w);
+    expect_close(dm[i].to_host(), m[i], 1e-6, 1e-5, "adam_all m" + w);
+    expect_close(dv[i].to_host(), v[i], 1e-7, 1e-5, "adam_all v" + w);
   }
 }
 

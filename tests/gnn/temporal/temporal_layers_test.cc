@@ -2,10 +2,14 @@
 // there) and against finite differences.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
+#include <vector>
 
 #include "../../test_util.h"
 #include "halo/gnn/temporal/layers.h"
@@ -241,6 +245,54 @@ TEST(TemporalAttention, FactoredKeyValuesEqualTheWholeInput) {
     for (std::int64_t j = 0; j < pw[i]->grad.size(); ++j)
       EXPECT_NEAR(pf[i]->grad.data()[j], pw[i]->grad.data()[j], 1e-5)
           << pw[i]->name << "[" << j << "]";
+}
+
+// backward into a caller's view of the slot gradients (TGN's time-code gradient rows): the same
+// bits as into a Matrix of its own, padded slots zeroed over whatever the view held, the rows
+// around it untouched; a view of the wrong shape is refused.
+TEST(TemporalAttention, SlotGradientsIntoAViewAreTheMatrixOnes) {
+  const std::int64_t B = 4, dh = 3, dq = 6, dn = 3, ds = 2, dout = 5, U = 3;
+  const int k = 3;
+  TemporalAttention att(dh, dq, dn + ds, dout, 2, 13, 0);
+  std::mt19937 rng(14);
+  std::normal_distribution<float> nd;
+  Matrix q(B, dq), nodes(U, dn), slots(B * k, ds), h(B, dh), G(B, dout);
+  for (auto* m : {&q, &nodes, &slots, &h, &G})
+    for (auto& v : m->storage()) v = nd(rng);
+  const std::vector<std::int32_t> node = {0, 1, -1, 1, 2, 1, 2, -1, -1, -1, -1, -1};
+  KeyValueInput in;
+  in.nodes = nodes.view();
+  in.node = node.data();
+  in.slots = slots.view();
+  Matrix z, dq1, dq2, dn1, dn2, dslots, dh1, dh2;
+  att.forward(cpu_backend(), q.view(), in, k, h.view(), z);
+  att.zero_grad();
+  att.backward(cpu_backend(), G.view(), dq1, dn1, dslots, dh1);
+  std::vector<std::vector<float>> grads;
+  for (Param* p : att.params()) grads.push_back(p->grad.storage());
+  Matrix block(B * k + 2, ds, 7.f);  // one row of 7s either side of the view
+  att.zero_grad();
+  att.backward(cpu_backend(), G.view(), dq2, dn2, MatrixView(block.view().rows_range(1, 1 + B * k)),
+               dh2);
+  for (std::int64_t r = 0; r < B * k; ++r)
+    for (std::int64_t c = 0; c < ds; ++c)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(block.at(1 + r, c)),
+                std::bit_cast<std::uint32_t>(dslots.at(r, c)))
+          << r << "," << c;
+  for (std::int64_t c = 0; c < ds; ++c) {
+    EXPECT_EQ(block.at(0, c), 7.f);
+    EXPECT_EQ(block.at(B * k + 1, c), 7.f);
+    EXPECT_EQ(block.at(1 + 2, c), 0.f);  // slot 2: padded
+  }
+  EXPECT_EQ(dq1.storage(), dq2.storage());
+  EXPECT_EQ(dn1.storage(), dn2.storage());
+  EXPECT_EQ(dh1.storage(), dh2.storage());
+  const auto params = att.params();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(params[i]->grad.storage(), grads[i]) << params[i]->name;
+  EXPECT_THROW(att.backward(cpu_backend(), G.view(), dq2, dn2,
+                            MatrixView(block.view().rows_range(0, B * k - 1)), dh2),
+               std::logic_error);
 }
 
 TEST(TemporalAttention, GradientsMatchFiniteDifferences) {

@@ -97,6 +97,34 @@ TEST(TemporalOps, TimeEncodeIsCosSinOfTheAffineGap) {
   }
 }
 
+// Gaps of exactly +0 (TGN's queries and padded slots) take a row computed once: the same bits as
+// the loop gives the same argument by way of a -0 gap (w * -0 + b = b for b != 0), and the other
+// rows are untouched by it.
+TEST(TemporalOps, TimeEncodeOfAZeroGapIsTheLoopsRow) {
+  Backend& be = cpu_backend();
+  for (const auto& [n, d] : kShapes) {
+    std::vector<double> dt(static_cast<std::size_t>(n)), minus(dt.size());
+    std::mt19937_64 g{std::uint64_t(n + d)};
+    for (std::size_t i = 0; i < dt.size(); ++i) {
+      const bool zero = g() % 3 == 0;
+      dt[i] = zero ? 0.0 : std::ldexp(std::uniform_real_distribution<double>(0, 1)(g), 20);
+      minus[i] = zero ? -0.0 : dt[i];
+    }
+    const std::vector<float> w = random_vector(d, 3), b = random_vector(d, 4);
+    Matrix out(n, d, NAN), sin(n, d, NAN), ref_out(n, d, NAN), ref_sin(n, d, NAN);
+    be.time_encode(dt.data(), n, w.data(), b.data(), out.view(), sin.view());
+    be.time_encode(minus.data(), n, w.data(), b.data(), ref_out.view(), ref_sin.view());
+    expect_bitwise(out, ref_out, "time_encode +0 vs -0 gaps, out " + shape_name(n, d));
+    expect_bitwise(sin, ref_sin, "time_encode +0 vs -0 gaps, sin " + shape_name(n, d));
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t k = 0; k < d; ++k) {
+        const double x = double(w[std::size_t(k)]) * dt[std::size_t(i)] + double(b[std::size_t(k)]);
+        ASSERT_NEAR(out.at(i, k), std::cos(x), 1e-6) << shape_name(n, d) << " " << i << "," << k;
+        ASSERT_NEAR(sin.at(i, k), std::sin(x), 1e-6) << shape_name(n, d) << " " << i << "," << k;
+      }
+  }
+}
+
 TEST(TemporalOps, TimeEncodeBackwardAddsTheGradientSums) {
   Backend& be = cpu_backend();
   for (const auto& [n, d] : kShapes) {

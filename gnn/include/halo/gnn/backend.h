@@ -33,6 +33,15 @@ struct AdamStep {
   std::int64_t step = 1;     // 1-based, for bias correction
 };
 
+// One parameter tensor of Backend::adam_all: n floats of value p, gradient g, moments m and v.
+struct AdamTensor {
+  float* p = nullptr;
+  const float* g = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  std::int64_t n = 0;
+};
+
 // Arithmetic of the matrix products, the one place a backend may trade precision for speed, and
 // only when asked: fp32 everywhere by default. tf32 (CUDA tensor cores: 10-bit mantissa inputs)
 // and bf16 (8-bit mantissa inputs) round the inputs of a product and sum in float32, as torch's
@@ -147,6 +156,10 @@ class Backend {
                     std::int64_t* counted);
   // One Adam step on n parameters (p, m, v updated in place).
   void adam(float* p, const float* g, float* m, float* v, std::int64_t n, const AdamStep& s);
+  // adam on each of count tensors with the same step, the same bits as adam on each in turn: a
+  // model's whole update as one op (the CPU runs it in one parallel region, not one per tensor).
+  // Tensors must not overlap.
+  void adam_all(const AdamTensor* t, std::size_t count, const AdamStep& s);
   // dst[i, :] = src[idx[i], :] for i < n (n <= dst.rows, equal widths).
   void gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n, const MatrixView& dst);
   // dst[idx[i], :] += src[i, :] for i < n, in order (idx may repeat; n <= src.rows, equal
@@ -349,6 +362,9 @@ class Backend {
                                const MatrixView& dlogits, std::int64_t* counted) = 0;
   virtual void do_adam(float* p, const float* g, float* m, float* v, std::int64_t n,
                        const AdamStep& s) = 0;
+  virtual void do_adam_all(const AdamTensor* t, std::size_t count, const AdamStep& s) {
+    for (std::size_t i = 0; i < count; ++i) adam(t[i].p, t[i].g, t[i].m, t[i].v, t[i].n, s);
+  }
   virtual void do_gather_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,
                               const MatrixView& dst) = 0;
   virtual void do_scatter_add_rows(const MatrixView& src, const NodeId* idx, std::int64_t n,

@@ -24,6 +24,8 @@ class OpProfile {
   const std::map<std::string, Entry>& totals() const { return totals_; }
   // The totals as a table, slowest first.
   std::string report() const;
+  // The ops' seconds, all together.
+  double seconds() const;
   // The entry a call of `op` adds to (made on first use), looked up before the op runs so the
   // lookup is not timed and the time can be added without allocating.
   Entry& entry(const char* op) { return totals_[op]; }

@@ -141,6 +141,10 @@ class TemporalAttention {
   // ((B * k) x ds, zero on padded slots) and dh (B x dh), placed in be's memory.
   void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes, Matrix& dslots,
                 Matrix& dh);
+  // The same with dslots written into a view the caller sized ((B * k) x ds, in be's memory):
+  // TGN's slot gradients straight into its time codes' gradient rows, without a copy.
+  void backward(Backend& be, const MatrixView& dz, Matrix& dq, Matrix& dnodes,
+                const MatrixView& dslots, Matrix& dh);
   // The same with kv given whole: (B * k) x dk rows and a valid flag per slot (host memory);
   // dkv likewise.
   void forward(Backend& be, const MatrixView& q, const MatrixView& kv, const std::uint8_t* valid,

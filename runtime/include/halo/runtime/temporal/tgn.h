@@ -107,6 +107,9 @@ struct TgnOptions {
   // A fresh run may replace an earlier run's checkpoint in `checkpoint` (refused otherwise).
   bool force = false;
   bool quiet = false;
+  // Time every Backend op of the training batches (rank 0) and print the table after the run,
+  // with the training time the ops do not account for (the host's bookkeeping).
+  bool profile = false;
   void check() const;  // throws ParamError
 };
 
