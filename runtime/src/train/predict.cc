@@ -172,6 +172,7 @@ Model restore_model(Communicator& comm, const PredictOptions& opt, const RankDat
   s.run = run;
   s.seed = meta.at("seed").get<std::uint64_t>();
   s.model = to_string(cfg.kind);
+  s.bf16_kernel = meta.at("exchange").value("bf16_kernel", "");
   Model model(cfg, s.seed, dev);
   RunState st;
   resume_run(comm, run_dir(opt.checkpoint, run), model, st, key);
@@ -269,6 +270,8 @@ PredictSummary predict_rank(const RankInput& in, Communicator& comm, const Predi
   ExchangeComms comms = place_rank(comm, cuda, false, out);
   Backend& be = cuda ? cuda_backend() : cpu_backend();
   be.set_matmul_precision(parse_matmul_precision(key.at("matmul_precision").get<std::string>()));
+  if (!cuda && be.matmul_precision() == MatmulPrecision::kBf16 && !s.bf16_kernel.empty())
+    set_cpu_bf16_kernel(parse_bf16_kernel(s.bf16_kernel));  // the training run's sums
   GraphContext ctx;
   inputs.place(d, kind, dev, ctx);
   std::unique_ptr<HaloExchanger> exch;

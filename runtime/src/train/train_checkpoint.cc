@@ -262,10 +262,13 @@ json exchange_record(const TrainOptions& o, const std::string& partition, int ra
 // state is the same kind of object whatever the exchange (replicated weights and Adam moments,
 // which the savers only perturb), and the case this is for, a lost machine and a resume on fewer
 // ranks, would otherwise lose the whole training.
-std::string exchange_note(const json& saved, const json& now) {
+std::string exchange_note(const json& saved_record, const json& now_record) {
   const auto exact = [](const json& x) {
     return x.at("halo_dtype") == "f32" && x.at("halo_staleness") == 0;
   };
+  json saved = saved_record, now = now_record;  // the bf16 kernel has its own note (trainer.cc)
+  saved.erase("bf16_kernel");
+  now.erase("bf16_kernel");
   if (saved == now || (exact(saved) && exact(now))) return "";
   const auto describe = [&](const json& x) {
     const int k = x.at("ranks").get<int>();

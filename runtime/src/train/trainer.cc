@@ -352,6 +352,23 @@ void train_epoch(RankRun& k, int run, int epoch, int first, Model& model, RunSta
     commit_checkpoint(k.comm, ckdir, model, st, k.key, k.exchange);
 }
 
+// A resumed trajectory continues on the bf16 kernel it ran (its record, the same on every rank):
+// --bf16-kernel auto takes it over this machine's probe, so the run goes on bit for bit; a pinned
+// kernel that differs is kept, with a note that the run continues near the uninterrupted one.
+void continue_bf16_kernel(RankRun& k, const json& saved) {
+  const std::string ran = saved.value("bf16_kernel", "");
+  const std::string now = k.exchange.value("bf16_kernel", "");
+  if (ran.empty() || now.empty() || ran == now) return;
+  if (k.opt.bf16_kernel == Bf16Kernel::kAuto) {
+    set_cpu_bf16_kernel(parse_bf16_kernel(ran));
+    k.exchange["bf16_kernel"] = ran;
+    if (k.lead && !k.opt.quiet) k.out << "bf16 products: " << ran << ", as the checkpoint's run\n";
+  } else if (k.lead) {
+    k.out << "note: the checkpoint's bf16 products ran the " << ran << " kernel and this run "
+          << now << " (--bf16-kernel): the run continues near the uninterrupted one, not on it\n";
+  }
+}
+
 // --resume: the run's newest checkpoint into model and st, or a refusal (the same on every rank).
 void resume(RankRun& k, int run, const fs::path& ckdir, Model& model, RunState& st) {
   const TrainOptions& opt = k.opt;
@@ -368,6 +385,7 @@ void resume(RankRun& k, int run, const fs::path& ckdir, Model& model, RunState& 
                      std::to_string(st.epoch) + ", after --epochs " + std::to_string(opt.epochs) +
                      "; resume with --epochs " + std::to_string(st.epoch) +
                      " or more, or start a new checkpoint directory");
+  if (!saved.is_null()) continue_bf16_kernel(k, saved);
   if (!saved.is_null() && k.lead) {
     if (!opt.quiet) k.out << "run " << run << ": resumed after epoch " << st.epoch << "\n";
     if (const std::string note = exchange_note(saved, k.exchange); !note.empty())
@@ -466,6 +484,10 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   if (k.lead && !opt.log.empty()) k.log.open(opt.log, opt.resume);
   k.key = trajectory_key(opt, d.dataset_fingerprint);
   k.exchange = exchange_record(opt, d.partition, k.ranks);
+  // The CPU's bf16 kernel is part of how the trajectory was computed (its sums' order), not of
+  // its key: recorded only when it ran, so earlier records stay what they were.
+  if (!k.gpu && opt.matmul_precision == MatmulPrecision::kBf16)
+    k.exchange["bf16_kernel"] = to_string(cpu_bf16_kernel());
   k.dlogits = Matrix(d.owned, opt.model.out, 0.f, k.dev);
   if (k.comms.nccl) k.grads.set_device(k.dev);  // NCCL reduces the gradients in device memory
 

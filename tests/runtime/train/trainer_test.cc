@@ -16,6 +16,7 @@
 #include "halo/graph/formats.h"
 #include "halo/graph/generate.h"
 #include "halo/runtime/comm/comm.h"
+#include "halo/runtime/train/predict.h"
 #include "halo/runtime/train/presets.h"
 
 namespace halo {
@@ -183,6 +184,63 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   for (const auto& r : lb)
     if (r["type"] == "epoch") loss_b[r["epoch"].get<int>()] = r["loss"].get<double>();
   for (int e = 1; e <= 20; ++e) EXPECT_EQ(loss_a[e], loss_b[e]) << "epoch " << e;
+}
+
+// A bf16 run's kernel is part of its checkpoint's record: a resume with --bf16-kernel auto goes on
+// with it whatever this machine's probe prefers (so it stays bit for bit on the uninterrupted
+// run), and predict computes with it too.
+TEST(Trainer, ResumeAndPredictContinueOnTheCheckpointsBf16Kernel) {
+  try {
+    cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
+    cpu_backend().set_matmul_precision(MatmulPrecision::kFp32);
+  } catch (const SystemError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  // The kernel the probe does not pick here, so that taking the checkpoint's is visible.
+  const Bf16Kernel other = pick_bf16_kernel(probe_bf16_kernels()) == Bf16Kernel::kDot
+                               ? Bf16Kernel::kFma
+                               : Bf16Kernel::kDot;
+  TempDir t;
+  TrainOptions o;
+  apply_preset("ogbn-arxiv-gcn", o);
+  o.model.hidden = 32;
+  o.quiet = true;
+  o.checkpoint_every = 3;
+  o.matmul_precision = MatmulPrecision::kBf16;
+  o.bf16_kernel = other;
+  std::ostringstream out;
+  o.epochs = 8;
+  o.checkpoint = t / "straight";
+  o.log = t / "straight.jsonl";
+  train_dataset(cora(), o, out);
+  o.checkpoint = t / "resumed";
+  o.log = t / "resumed.jsonl";
+  o.epochs = 3;  // "interrupted" after epoch 3
+  train_dataset(cora(), o, out);
+  o.epochs = 8;
+  o.resume = true;
+  o.bf16_kernel = Bf16Kernel::kAuto;
+  std::ostringstream resumed;
+  o.quiet = false;
+  const TrainSummary s = train_dataset(cora(), o, resumed);
+  EXPECT_EQ(s.bf16_kernel, to_string(other));
+  EXPECT_NE(resumed.str().find(std::string("bf16 products: ") + to_string(other) +
+                               ", as the checkpoint's run"),
+            std::string::npos)
+      << resumed.str();
+  const auto a = read_meta(t / "straight/run-0/rank-0/epoch-8", "halo-checkpoint", 2);
+  const auto b = read_meta(t / "resumed/run-0/rank-0/epoch-8", "halo-checkpoint", 2);
+  EXPECT_EQ(a["fingerprint"], b["fingerprint"]) << "weights or optimiser state differ";
+  EXPECT_EQ(b["exchange"]["bf16_kernel"], to_string(other));
+
+  set_cpu_bf16_kernel(Bf16Kernel::kAuto);  // the probe's kernel, not the checkpoint's
+  PredictOptions p;
+  p.checkpoint = t / "resumed";
+  p.out = t / "pred.npy";
+  const PredictSummary ps = predict_dataset(cora(), p, out);
+  EXPECT_EQ(ps.bf16_kernel, to_string(other));
+  EXPECT_EQ(cpu_bf16_kernel(), other) << "predict computed with another kernel than training";
+  cpu_backend().set_matmul_precision(MatmulPrecision::kFp32);
 }
 
 TEST(Trainer, ResumeWithOtherOptionsIsRefused) {

@@ -39,6 +39,8 @@ struct PredictSummary {
   double inference_s = 0;                 // the forward pass, exchange included (slowest rank)
   double peak_rss_mb = 0;                 // the largest over ranks, whole process
   int ranks = 1;
+  // The CPU's bf16 kernel the checkpoint's run computed with ("" when none): predict runs it too.
+  std::string bf16_kernel;
 };
 
 // Inference over a native dataset in this process. Lines go to out.
