@@ -1,4 +1,5 @@
-// Which kernel the CPU's bf16 products run (cpu_bf16.h): the probe, the choice and the log line.
+// Which kernel the CPU's bf16 products run (cpu_bf16.h): the probe, the choice and the log line;
+// and the CPU backend's precision setting, which starts them.
 #include <omp.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "cpu/cpu_backend.h"
 #include "cpu/gemm_avx512.h"
 #include "halo/gnn/cpu_bf16.h"
 #include "halo/graph/enum_names.h"
@@ -124,6 +126,19 @@ std::string describe_cpu_bf16(bool chosen_by_probe) {
   }
   if (cpu_has_amx_bf16()) s += "; the CPU has AMX tiles, which halo has no kernel for yet";
   return s;
+}
+
+void CpuBackend::set_matmul_precision(MatmulPrecision p) {
+  if (p == MatmulPrecision::kTf32)
+    throw SystemError(
+        "--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
+  if (p == MatmulPrecision::kBf16 && !detail::bf16_gemm_supported())
+    throw SystemError(
+        "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
+        "fp32");
+  if (p == MatmulPrecision::kBf16 && cpu_bf16_kernel() == Bf16Kernel::kAuto)
+    set_cpu_bf16_kernel(Bf16Kernel::kAuto);  // the probe, once per process and thread count
+  precision_ = p;
 }
 
 }  // namespace halo

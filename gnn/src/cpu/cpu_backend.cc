@@ -46,19 +46,6 @@ void reduce_columns(std::int64_t rows, std::int64_t cols, int outputs, double* c
 
 }  // namespace
 
-void CpuBackend::set_matmul_precision(MatmulPrecision p) {
-  if (p == MatmulPrecision::kTf32)
-    throw SystemError(
-        "--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
-  if (p == MatmulPrecision::kBf16 && !detail::bf16_gemm_supported())
-    throw SystemError(
-        "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
-        "fp32");
-  if (p == MatmulPrecision::kBf16 && cpu_bf16_kernel() == Bf16Kernel::kAuto)
-    set_cpu_bf16_kernel(Bf16Kernel::kAuto);  // the probe, once per process and thread count
-  precision_ = p;
-}
-
 void CpuBackend::do_gemm(bool ta, bool tb, float alpha, const MatrixView& A, const MatrixView& B,
                          float beta, const MatrixView& C) {
   const std::int64_t m = C.rows, n = C.cols, k = ta ? A.rows : A.cols;
