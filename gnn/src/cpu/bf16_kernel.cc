@@ -30,6 +30,14 @@ constexpr EnumName<Bf16Kernel> kKernels[] = {
 
 std::atomic<Bf16Kernel> g_kernel{Bf16Kernel::kAuto};
 
+// Throws the one-line refusal where the CPU cannot run either kernel.
+void require_bf16_cpu() {
+  if (!detail::bf16_gemm_supported())
+    throw SystemError(
+        "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
+        "fp32");
+}
+
 // Deterministic values in [-1, 1): the probe's time must not depend on denormals or zeros.
 std::vector<float> probe_values(std::size_t n, std::uint32_t seed) {
   std::vector<float> v(n);
@@ -63,8 +71,7 @@ Bf16Kernel parse_bf16_kernel(std::string_view s) {
 const char* to_string(Bf16Kernel k) { return enum_name(kKernels, k); }
 
 Bf16Probe probe_bf16_kernels() {
-  if (!detail::bf16_gemm_supported())
-    throw SystemError("bf16 products need a CPU with AVX-512 BF16 (vdpbf16ps); this one has none");
+  require_bf16_cpu();
   static std::mutex mu;
   static std::map<int, Bf16Probe> cache;  // by thread count
   const std::lock_guard<std::mutex> lock(mu);
@@ -89,8 +96,7 @@ Bf16Kernel pick_bf16_kernel(const Bf16Probe& p) {
 }
 
 void set_cpu_bf16_kernel(Bf16Kernel k) {
-  if (!detail::bf16_gemm_supported())
-    throw SystemError("bf16 products need a CPU with AVX-512 BF16 (vdpbf16ps); this one has none");
+  require_bf16_cpu();
   g_kernel = k == Bf16Kernel::kAuto ? pick_bf16_kernel(probe_bf16_kernels()) : k;
 }
 
@@ -132,10 +138,7 @@ void CpuBackend::set_matmul_precision(MatmulPrecision p) {
   if (p == MatmulPrecision::kTf32)
     throw SystemError(
         "--matmul-precision tf32 is a GPU format (tensor cores); the CPU computes fp32 or bf16");
-  if (p == MatmulPrecision::kBf16 && !detail::bf16_gemm_supported())
-    throw SystemError(
-        "--matmul-precision bf16 needs a CPU with AVX-512 BF16 (vdpbf16ps); this one has none, use "
-        "fp32");
+  if (p == MatmulPrecision::kBf16) require_bf16_cpu();
   if (p == MatmulPrecision::kBf16 && cpu_bf16_kernel() == Bf16Kernel::kAuto)
     set_cpu_bf16_kernel(Bf16Kernel::kAuto);  // the probe, once per process and thread count
   precision_ = p;

@@ -501,8 +501,7 @@ TrainSummary train_rank(const RankData& d, Communicator& comm, const TrainOption
   summary.metric = k.multilabel ? "rocauc" : "acc";
   summary.ranks = k.ranks;
   summary.matmul_precision = to_string(opt.matmul_precision);
-  if (!k.gpu && opt.matmul_precision == MatmulPrecision::kBf16)
-    summary.bf16_kernel = to_string(cpu_bf16_kernel());
+  summary.bf16_kernel = k.exchange.value("bf16_kernel", "");  // the kernel the run ended on
   k.log.write_line(summary.to_json().dump());
   k.log.close();
   if (opt.profile && k.lead)

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "../../test_util.h"
@@ -85,13 +86,40 @@ TEST(Trainer, SameSeedSameLossesBitForBit) {
     EXPECT_EQ(a[i]["loss"], b[i]["loss"]) << "epoch " << i + 1;
 }
 
-TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
+// Why this CPU cannot compute bf16 products; empty when it can.
+std::string bf16_unavailable() {
   try {
     cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
     cpu_backend().set_matmul_precision(MatmulPrecision::kFp32);
   } catch (const SystemError& e) {
-    GTEST_SKIP() << e.what();
+    return e.what();
   }
+  return "";
+}
+
+// o trained for `epochs` straight (checkpoints in t/straight, log t/straight.jsonl) and again
+// interrupted after epoch `stop`, then resumed to `epochs` (t/resumed, t/resumed.jsonl) with
+// `on_resume` applied to the options first; the resumed run's summary, its lines in `lines`.
+TrainSummary train_straight_and_resumed(const fs::path& t, TrainOptions o, int stop, int epochs,
+                                        std::ostream& lines,
+                                        const std::function<void(TrainOptions&)>& on_resume) {
+  std::ostringstream out;
+  o.epochs = epochs;
+  o.checkpoint = t / "straight";
+  o.log = t / "straight.jsonl";
+  train_dataset(cora(), o, out);
+  o.checkpoint = t / "resumed";
+  o.log = t / "resumed.jsonl";
+  o.epochs = stop;  // "interrupted" after epoch `stop` (checkpointed at its end)
+  train_dataset(cora(), o, out);
+  o.epochs = epochs;
+  o.resume = true;
+  on_resume(o);
+  return train_dataset(cora(), o, lines);
+}
+
+TEST(Trainer, Bf16GemmTracksFp32AndIsDeterministic) {
+  if (const std::string why = bf16_unavailable(); !why.empty()) GTEST_SKIP() << why;
   TempDir t;
   TrainOptions o;
   apply_preset("ogbn-arxiv-gcn", o);
@@ -160,17 +188,7 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   o.quiet = true;
   o.checkpoint_every = 4;
   std::ostringstream out;
-  o.epochs = 20;
-  o.checkpoint = t / "straight";
-  o.log = t / "straight.jsonl";
-  train_dataset(cora(), o, out);
-  o.checkpoint = t / "resumed";
-  o.log = t / "resumed.jsonl";
-  o.epochs = 9;  // "interrupted" after epoch 9 (checkpointed at its end)
-  train_dataset(cora(), o, out);
-  o.epochs = 20;
-  o.resume = true;
-  train_dataset(cora(), o, out);
+  train_straight_and_resumed(t.path(), o, 9, 20, out, [](TrainOptions&) {});
   const auto a = read_meta(t / "straight/run-0/rank-0/epoch-20", "halo-checkpoint", 2);
   const auto b = read_meta(t / "resumed/run-0/rank-0/epoch-20", "halo-checkpoint", 2);
   EXPECT_EQ(a["epoch"], 20);
@@ -190,12 +208,7 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
 // with it whatever this machine's probe prefers (so it stays bit for bit on the uninterrupted
 // run), and predict computes with it too.
 TEST(Trainer, ResumeAndPredictContinueOnTheCheckpointsBf16Kernel) {
-  try {
-    cpu_backend().set_matmul_precision(MatmulPrecision::kBf16);
-    cpu_backend().set_matmul_precision(MatmulPrecision::kFp32);
-  } catch (const SystemError& e) {
-    GTEST_SKIP() << e.what();
-  }
+  if (const std::string why = bf16_unavailable(); !why.empty()) GTEST_SKIP() << why;
   // The kernel the probe does not pick here, so that taking the checkpoint's is visible.
   const Bf16Kernel other = pick_bf16_kernel(probe_bf16_kernels()) == Bf16Kernel::kDot
                                ? Bf16Kernel::kFma
@@ -208,21 +221,12 @@ TEST(Trainer, ResumeAndPredictContinueOnTheCheckpointsBf16Kernel) {
   o.checkpoint_every = 3;
   o.matmul_precision = MatmulPrecision::kBf16;
   o.bf16_kernel = other;
-  std::ostringstream out;
-  o.epochs = 8;
-  o.checkpoint = t / "straight";
-  o.log = t / "straight.jsonl";
-  train_dataset(cora(), o, out);
-  o.checkpoint = t / "resumed";
-  o.log = t / "resumed.jsonl";
-  o.epochs = 3;  // "interrupted" after epoch 3
-  train_dataset(cora(), o, out);
-  o.epochs = 8;
-  o.resume = true;
-  o.bf16_kernel = Bf16Kernel::kAuto;
   std::ostringstream resumed;
-  o.quiet = false;
-  const TrainSummary s = train_dataset(cora(), o, resumed);
+  const TrainSummary s =
+      train_straight_and_resumed(t.path(), o, 3, 8, resumed, [](TrainOptions& r) {
+        r.bf16_kernel = Bf16Kernel::kAuto;
+        r.quiet = false;
+      });
   EXPECT_EQ(s.bf16_kernel, to_string(other));
   EXPECT_NE(resumed.str().find(std::string("bf16 products: ") + to_string(other) +
                                ", as the checkpoint's run"),
@@ -237,6 +241,7 @@ TEST(Trainer, ResumeAndPredictContinueOnTheCheckpointsBf16Kernel) {
   PredictOptions p;
   p.checkpoint = t / "resumed";
   p.out = t / "pred.npy";
+  std::ostringstream out;
   const PredictSummary ps = predict_dataset(cora(), p, out);
   EXPECT_EQ(ps.bf16_kernel, to_string(other));
   EXPECT_EQ(cpu_bf16_kernel(), other) << "predict computed with another kernel than training";

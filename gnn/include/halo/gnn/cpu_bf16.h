@@ -27,7 +27,7 @@ const char* to_string(Bf16Kernel k);
 struct Bf16Probe {
   double dot_s = 0, fma_s = 0;
 };
-// Runs the probe once per thread count (later calls return the cached times; ~50 ms on two
+// Runs the probe once per thread count (later calls return the cached times; ~35 ms on two
 // cores). Throws SystemError where the CPU has no AVX-512 BF16.
 Bf16Probe probe_bf16_kernels();
 // The kernel for these times: fma when it took under 0.9x dot's time, else dot (the margin keeps
